@@ -1,0 +1,35 @@
+# Every target installs what it needs into .venv first; nothing else is assumed.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install demo test bench pictures lint clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)  ## show the sample board
+	$(BIN)/tasks --dir .tasks.example board
+	$(BIN)/tasks --dir .tasks.example list
+
+test: $(STAMP)  ## the whole test suite
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider
+
+bench: $(STAMP)  ## timings against the bare interpreter
+	$(BIN)/python bench/bench.py
+
+pictures: $(STAMP)  ## regenerate the SVGs the README shows
+	$(BIN)/tasks --dir .tasks.example board --svg docs/board.svg > /dev/null
+	$(BIN)/tasks --dir .tasks.example graph --svg docs/graph.svg > /dev/null
+
+lint: $(STAMP)
+	$(BIN)/python -m compileall -q taskboard tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

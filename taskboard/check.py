@@ -1,0 +1,152 @@
+"""`tasks check`: every file and every invariant, and the repairs that have one
+right answer. Cycles and unreadable files are reported, never guessed at."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Optional
+
+from . import graph
+from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, problems_of
+from .store import LOCK_NAME, SCRATCH_NAME, Store, read_bytes
+
+_LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
+
+
+def _problem(name: Optional[str], task: Optional[int], rule: str, message: str, fixable: bool = False) -> dict:
+    return {"file": name, "task": task, "rule": rule, "message": message, "fixed": False, "_fixable": fixable}
+
+
+def run_check(store: Store, change=None) -> list[dict]:
+    """All problems on the board; with a `change` (under the write lock) the fixable
+    ones are repaired in one all-or-nothing write and marked fixed."""
+    problems: list[dict] = []
+    records = _read_records(store, problems)
+    fixes: dict[int, dict] = {}  # id -> edited copy of the record
+
+    def fixed_copy(task_id: int) -> dict:
+        if task_id not in fixes:
+            fixes[task_id] = json.loads(json.dumps(records[task_id]))
+        return fixes[task_id]
+
+    for task_id, record in sorted(records.items()):
+        name = file_name(task_id)
+        missing = [key for key in EXTENSION_KEYS if key not in record]
+        if missing:
+            problems.append(_problem(name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", True))
+            fixed_copy(task_id)
+    _check_edges(records, problems, fixed_copy)
+    successors: dict[int, list[int]] = {tid: [] for tid, r in records.items() if r["status"] != "deleted"}
+    for blocker, dependent in graph.edges(records.values()):
+        successors[blocker].append(dependent)
+    for cycle in graph.find_cycles(successors):
+        problems.append(_problem(file_name(cycle[0]), cycle[0], "cycle",
+                                 f"the edges form the cycle {graph.format_cycle(cycle)}; remove one of them by hand"))
+    _check_format(store, records, fixes, problems, fixed_copy)
+    if change is not None and fixes:
+        for task_id, copy in fixes.items():
+            change.records[task_id] = copy
+            # b"" forces the write: a pure re-layout or added keys do not change encode()
+            change.before[task_id] = b""
+        change.commit()
+    for problem in problems:
+        problem["fixed"] = problem.pop("_fixable") and change is not None
+    return problems
+
+
+def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
+    records: dict[int, dict] = {}
+    claimed: dict[int, list[str]] = {}
+    try:
+        names = sorted(os.listdir(store.root))
+    except FileNotFoundError:
+        return records
+    for name in names:
+        task_id = id_from_file_name(name)
+        if task_id is None:
+            if _LOOKS_LIKE_TASK.fullmatch(name):
+                problems.append(_problem(name, None, "file-name", f"{name} is not named task_<id>.json with a plain id, so the board ignores it"))
+            elif name not in (LOCK_NAME, SCRATCH_NAME, ".gitignore", ".gitattributes") and name.startswith(".") and name.endswith(".tmp"):
+                problems.append(_problem(name, None, "scratch", f"{name} looks like a leftover temporary file"))
+            continue
+        try:
+            raw = read_bytes(store.root / name)
+        except OSError as exc:
+            rule = "symlink" if exc.errno == 40 else "unreadable"
+            problems.append(_problem(name, task_id, rule, f"{name} cannot be read: {exc.strerror}"))
+            continue
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            problems.append(_problem(name, task_id, "json", f"{name} is not valid JSON ({str(exc)[:100]})"))
+            continue
+        found = problems_of(record, name)
+        for rule, message in found:
+            problems.append(_problem(name, task_id, rule, f"{name}: {message}"))
+        if isinstance(record, dict) and isinstance(record.get("id"), int):
+            claimed.setdefault(record["id"], []).append(name)
+        if not found:
+            records[task_id] = record
+    for task_id, files in claimed.items():
+        if len(files) > 1:
+            problems.append(_problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}"))
+    return records
+
+
+def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy) -> None:
+    def report(task_id: int, rule: str, message: str) -> None:
+        problems.append(_problem(file_name(task_id), task_id, rule, message, True))
+
+    for a_id, a in sorted(records.items()):
+        if a["status"] == "deleted":
+            if a["blocks"] or a["blockedBy"]:
+                report(a_id, "deleted-linked", f"#{a_id} is deleted but still lists edges")
+                copy = fixed_copy(a_id)
+                copy["blocks"], copy["blockedBy"] = [], []
+            continue
+        for b_id in sorted(set(a["blocks"])):
+            b = records.get(b_id)
+            if b is None or b["status"] == "deleted":
+                rule = "missing-task" if b is None else "deleted-linked"
+                what = "does not exist" if b is None else "is deleted"
+                report(a_id, rule, f"#{a_id} blocks #{b_id}, which {what}")
+                copy = fixed_copy(a_id)
+                copy["blocks"] = [x for x in copy["blocks"] if x != b_id]
+            elif a["status"] in OPEN and a_id not in b["blockedBy"]:
+                report(b_id, "one-sided-edge", f"#{a_id} blocks #{b_id} but #{b_id} does not list #{a_id} in blockedBy")
+                copy = fixed_copy(b_id)
+                copy["blockedBy"] = sorted(set(copy["blockedBy"]) | {a_id})
+        for blocker_id in sorted(set(a["blockedBy"])):
+            blocker = records.get(blocker_id)
+            if blocker is None or blocker["status"] == "deleted":
+                rule = "missing-task" if blocker is None else "deleted-linked"
+                what = "does not exist" if blocker is None else "is deleted"
+                report(a_id, rule, f"#{a_id} is blocked by #{blocker_id}, which {what}")
+                copy = fixed_copy(a_id)
+                copy["blockedBy"] = [x for x in copy["blockedBy"] if x != blocker_id]
+                continue
+            if a_id not in blocker["blocks"]:
+                report(blocker_id, "one-sided-edge", f"#{a_id} lists #{blocker_id} in blockedBy but #{blocker_id} does not block #{a_id}")
+                copy = fixed_copy(blocker_id)
+                copy["blocks"] = sorted(set(copy["blocks"]) | {a_id})
+            if blocker["status"] == "completed":
+                report(a_id, "completed-blocker", f"#{a_id} still lists #{blocker_id} as a blocker, but #{blocker_id} is completed")
+                copy = fixed_copy(a_id)
+                copy["blockedBy"] = [x for x in copy["blockedBy"] if x != blocker_id]
+
+
+def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems: list[dict], fixed_copy) -> None:
+    """Files whose bytes are not the canonical encoding (hand edits, merges)."""
+    for task_id, record in sorted(records.items()):
+        if task_id in fixes:
+            continue  # rewritten by another fix anyway
+        name = file_name(task_id)
+        try:
+            if read_bytes(store.root / name) == encode(record):
+                continue
+        except OSError:
+            continue
+        problems.append(_problem(name, task_id, "format", f"{name} is not in the canonical layout (indent 2, key order, sorted ids, trailing newline)", True))
+        fixed_copy(task_id)

@@ -1,0 +1,484 @@
+"""The `tasks` command: parse, call the board, print. No business rules here.
+
+Data goes to stdout, messages to stderr; with --json stdout is one JSON document
+and stderr is JSON Lines whose last line is the error, if any.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from typing import Any, Optional
+
+import click
+
+from . import __version__
+from .errors import TaskError, UsageError
+from .model import MAX_DESCRIPTION, STATUSES, parse_id, parse_meta
+
+
+class App:
+    """What every command shares: the board, who is calling, how to speak."""
+
+    def __init__(self, board_dir: Optional[str], timeout: Optional[float], caller: Optional[str]):
+        self.board_dir = board_dir
+        self.timeout = timeout
+        self.caller_flag = caller
+        self.json = False
+        self._board = None
+
+    @property
+    def board(self):
+        if self._board is None:
+            from .board import Board
+            from .model import check_owner
+            from .store import DEFAULT_TIMEOUT, Store, find_board
+
+            timeout = self.timeout if self.timeout is not None else _env_timeout(DEFAULT_TIMEOUT)
+            caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
+            self._board = Board(Store(find_board(self.board_dir), timeout), check_owner(caller))
+        return self._board
+
+    # -- speaking ----------------------------------------------------------------
+
+    def data(self, document: Any) -> None:
+        """The one JSON document of a --json command."""
+        _write(sys.stdout, json.dumps(document, ensure_ascii=False) + "\n")
+
+    def event(self, key: str, value: Any, human: str) -> None:
+        if self.json:
+            _write(sys.stderr, json.dumps({key: value}, ensure_ascii=False) + "\n")
+        else:
+            _write(sys.stderr, human + "\n")
+
+    def warn(self, message: str) -> None:
+        self.event("warning", message, f"warning: {message}")
+
+    def report(self, outcome) -> None:
+        """The side effects worth hearing about: recovery, warnings, tasks set free."""
+        for note in self.board.store.recovered:
+            self.warn(note)
+        self.board.store.recovered.clear()
+        for message in outcome.warnings:
+            self.warn(message)
+        if outcome.unblocked:
+            self.event("unblocked", outcome.unblocked, "unblocked " + ", ".join(f"#{i}" for i in outcome.unblocked))
+
+    def plain(self) -> bool:
+        return _plain()
+
+
+def _plain() -> bool:
+    """Plain text when piped, under NO_COLOR, or on a dumb terminal."""
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
+
+
+def _write(stream, text: str) -> None:
+    stream.buffer.write(text.encode("utf-8")) if hasattr(stream, "buffer") else stream.write(text)
+    stream.flush()
+
+
+def _env_timeout(default: float) -> float:
+    raw = os.environ.get("TASKS_LOCK_TIMEOUT")
+    if raw is None or raw == "":
+        return default
+    try:
+        return _check_timeout(float(raw))
+    except ValueError:
+        raise UsageError(f"TASKS_LOCK_TIMEOUT={raw!r} is not a number of seconds") from None
+
+
+def _check_timeout(value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"the lock timeout must be a finite number of seconds ≥ 0, not {value}")
+    return value
+
+
+# -- parameter types ----------------------------------------------------------------
+
+
+class TaskId(click.ParamType):
+    name = "ID"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        try:
+            return parse_id(value)
+        except UsageError as exc:
+            self.fail(exc.message, param, ctx)
+
+
+class Meta(click.ParamType):
+    name = "KEY=VALUE"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_meta(value)
+        except UsageError as exc:
+            self.fail(exc.message, param, ctx)
+
+
+class Seconds(click.ParamType):
+    name = "SECONDS"
+
+    def convert(self, value, param, ctx):
+        try:
+            return _check_timeout(float(value))
+        except (ValueError, UsageError):
+            self.fail(f"{value!r} is not a finite number of seconds ≥ 0", param, ctx)
+
+
+TASK_ID = TaskId()
+STATUS = click.Choice(STATUSES)
+
+
+def _set_json(ctx: click.Context, _param, value: bool) -> bool:
+    if value:
+        ctx.find_object(App).json = True
+    return value
+
+
+json_option = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
+                           is_eager=True, help="Machine output: one JSON document on stdout, JSON Lines on stderr.")
+pass_app = click.make_pass_decorator(App)
+
+
+def _description(value: Optional[str]) -> Optional[str]:
+    """`-d -` reads the description from stdin (UTF-8)."""
+    if value != "-":
+        return value
+    raw = sys.stdin.buffer.read(MAX_DESCRIPTION * 4 + 1) if sys.stdin else b""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the description on stdin is not valid UTF-8 (byte {exc.start})") from None
+
+
+def _meta(items) -> Optional[dict]:
+    return dict(items) if items else None
+
+
+# -- the commands -------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--dir", "board_dir", metavar="PATH", help="The board folder (else TASKS_DIR, else the nearest .tasks/).")
+@click.option("--timeout", type=Seconds(), help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).")
+@click.option("--as", "caller", metavar="NAME", help="Who is calling (else TASKS_OWNER); protects tasks others hold.")
+@click.option("--json", "json_", is_flag=True, help="Machine output for every command.")
+@click.version_option(__version__, "--version", prog_name="tasks", message="%(prog)s %(version)s")
+@click.pass_context
+def cli(ctx: click.Context, board_dir, timeout, caller, json_):
+    """A task board that lives in the repository: one JSON file per task in .tasks/,
+    a dependency graph kept in both directions, safe for many agents at once.
+
+    \b
+      tasks create "Write parser"            # → #1
+      tasks create "Write tests" --blocked-by 1
+      tasks claim --owner alice              # take the next ready task
+      tasks update 1 --status completed      # unblocked #2
+      tasks board
+    """
+    app = ctx.ensure_object(App)
+    app.board_dir, app.timeout, app.caller_flag = board_dir, timeout, caller
+    app.json = app.json or json_
+
+
+@cli.command()
+@json_option
+@pass_app
+def init(app: App):
+    """Create the board with its .gitignore and .gitattributes."""
+    created = app.board.init()
+    root = str(app.board.store.root)
+    if app.json:
+        app.data({"board": root, "created": created})
+    else:
+        _write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
+
+
+@cli.command()
+@click.argument("subject")
+@click.option("-d", "--description", default="", help="Longer text; '-' reads it from stdin.")
+@click.option("--blocked-by", "blocked_by", type=TASK_ID, multiple=True, help="A task that must finish first.")
+@click.option("--blocks", type=TASK_ID, multiple=True, help="A task this one must finish before.")
+@click.option("--owner", default="", help="Who holds the task.")
+@click.option("--meta", type=Meta(), multiple=True, help="KEY=VALUE (VALUE as JSON when it parses).")
+@json_option
+@pass_app
+def create(app: App, subject, description, blocked_by, blocks, owner, meta):
+    """Add a pending task.
+
+    \b
+      tasks create "Write parser" --blocked-by 3 --meta priority=1
+    """
+    outcome = app.board.create(subject, _description(description), blocked_by, blocks, owner, _meta(meta))
+    _show_record(app, outcome)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@json_option
+@pass_app
+def get(app: App, task_id):
+    """Show one task."""
+    if app.json:
+        app.data(app.board.get(task_id))
+        return
+    record, neighbours = app.board.get_with_neighbours(task_id)
+    from . import render
+    render.show_task(record, neighbours, plain=app.plain())
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.option("--subject")
+@click.option("-d", "--description", help="New text; '-' reads it from stdin.")
+@click.option("--status", type=STATUS)
+@click.option("--owner", help='Set the owner ("" clears it).')
+@click.option("--add-blocked-by", type=TASK_ID, multiple=True)
+@click.option("--add-blocks", type=TASK_ID, multiple=True)
+@click.option("--remove-blocked-by", type=TASK_ID, multiple=True)
+@click.option("--remove-blocks", type=TASK_ID, multiple=True)
+@click.option("--meta", type=Meta(), multiple=True, help="KEY=VALUE; KEY= removes the key.")
+@click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
+@json_option
+@pass_app
+def update(app: App, task_id, subject, description, status, owner, add_blocked_by, add_blocks,
+           remove_blocked_by, remove_blocks, meta, force):
+    """Change a task; all flags apply as one change, or none does.
+
+    \b
+      tasks update 4 --status completed
+      tasks update 4 --add-blocked-by 2 --meta priority=high
+    """
+    outcome = app.board.update(task_id, subject=subject, description=_description(description), status=status,
+                               owner=owner, add_blocked_by=add_blocked_by, add_blocks=add_blocks,
+                               remove_blocked_by=remove_blocked_by, remove_blocks=remove_blocks,
+                               metadata=_meta(meta), force=force)
+    _show_record(app, outcome)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
+@json_option
+@pass_app
+def delete(app: App, task_id, force):
+    """Delete a task (logically: the file stays, its edges go)."""
+    _show_record(app, app.board.delete(task_id, force=force))
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
+@click.option("--owner", help="Who takes it (else --as, else TASKS_OWNER).")
+@json_option
+@pass_app
+def claim(app: App, task_id, owner):
+    """Take a task atomically: ID, or the lowest-id ready one.
+
+    Exactly one of several racing claimers wins. Exit 3 when nothing is ready,
+    4 when the task is blocked, finished or held by someone else.
+    """
+    board = app.board
+    _show_record(app, board.claim(task_id, owner if owner is not None else board.caller))
+
+
+def _list_options(command):
+    for option in reversed([
+        click.option("--status", "statuses", type=STATUS, multiple=True, help="Only these statuses."),
+        click.option("--owner", help="Only tasks this owner holds."),
+        click.option("--ready", is_flag=True, help="Only pending tasks with no open blocker."),
+        click.option("--blocked", is_flag=True, help="Only open tasks with an open blocker."),
+        click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks."),
+    ]):
+        command = option(command)
+    return command
+
+
+@cli.command(name="list")
+@_list_options
+@json_option
+@pass_app
+def list_(app: App, statuses, owner, ready, blocked, include_deleted):
+    """Tasks in ascending id order."""
+    _show_list(app, statuses, owner, ready, blocked, include_deleted)
+
+
+@cli.command()
+@click.option("--owner", help="Only tasks this owner holds.")
+@json_option
+@pass_app
+def ready(app: App, owner):
+    """Tasks that can start now (same as list --ready)."""
+    _show_list(app, (), owner, True, False, False)
+
+
+def _show_list(app: App, statuses, owner, ready, blocked, include_deleted) -> None:
+    listing = app.board.listing()
+    chosen = app.board.select(listing, statuses, owner, ready, blocked, include_deleted)
+    if app.json:
+        app.data(chosen)
+    else:
+        from . import render
+        render.show_list(chosen, listing, plain=app.plain())
+    _damage(app, listing)
+
+
+@cli.command()
+@click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
+@click.option("--watch", is_flag=True, help="Redraw whenever the board changes, until Ctrl-C.")
+@json_option
+@pass_app
+def board(app: App, svg, watch):
+    """The kanban view: Blocked · Ready · In progress · Done."""
+    if app.json:
+        listing = app.board.listing()
+        columns = {status: [r for r in listing.records if r["status"] == status] for status in STATUSES[:3]}
+        app.data(columns)
+        _damage(app, listing)
+        return
+    from . import render
+    if watch:
+        render.watch_board(app.board)
+        return
+    listing = app.board.listing()
+    render.show_board(listing, plain=app.plain(), svg=svg)
+    _damage(app, listing)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
+@click.option("--format", "fmt", type=click.Choice(["text", "dot", "mermaid"]), default="text", show_default=True)
+@click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks.")
+@click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
+@json_option
+@pass_app
+def graph(app: App, task_id, fmt, include_deleted, svg):
+    """The dependency graph; A -> B means A blocks B.
+
+    \b
+      tasks graph --format mermaid >> PLAN.md
+      tasks graph 7            # what #7 waits on and what waits on it
+    """
+    from . import graph as graphs
+    listing = app.board.listing()
+    records = [r for r in listing.records if include_deleted or r["status"] != "deleted"]
+    if task_id is not None:
+        if not any(r["id"] == task_id for r in listing.records):
+            app.board.get(task_id)  # raises the right error: missing or damaged
+        records = _neighbourhood(records, task_id, graphs)
+    edges = graphs.edges(records)
+    if app.json:
+        app.data({"nodes": records, "edges": [list(edge) for edge in edges]})
+    else:
+        from . import render
+        render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)
+    _damage(app, listing)
+
+
+def _neighbourhood(records, task_id, graphs):
+    """The task, everything upstream of it and everything downstream."""
+    by_id = {r["id"]: r for r in records}
+    down: dict[int, list[int]] = {}
+    up: dict[int, list[int]] = {}
+    for blocker, dependent in graphs.edges(records):
+        down.setdefault(blocker, []).append(dependent)
+        up.setdefault(dependent, []).append(blocker)
+    keep = {task_id} | graphs.downstream(task_id, lambda n: down.get(n, ())) | graphs.downstream(task_id, lambda n: up.get(n, ()))
+    return [by_id[i] for i in sorted(keep) if i in by_id]
+
+
+@cli.command()
+@click.option("--fix", is_flag=True, help="Repair what has one right answer.")
+@json_option
+@pass_app
+def check(app: App, fix):
+    """Validate every file and invariant; exit 0 when sound, 6 otherwise."""
+    problems = app.board.check(fix=fix)
+    app.board.store.recovered.clear()
+    ok = all(problem["fixed"] for problem in problems)
+    if app.json:
+        app.data({"ok": ok, "problems": problems})
+    else:
+        from . import render
+        render.show_check(problems, ok, plain=app.plain())
+    if not ok:
+        raise click.exceptions.Exit(6)
+
+
+def _show_record(app: App, outcome) -> None:
+    if app.json:
+        app.data(outcome.record)
+    else:
+        from .model import MARKERS
+        record = outcome.record
+        _write(sys.stdout, f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}\n")
+    app.report(outcome)
+
+
+def _damage(app: App, listing) -> None:
+    """Name each damaged file on stderr; the command still showed the rest, then exits 6."""
+    for note in app.board.store.recovered:
+        app.warn(note)
+    if listing.damaged:
+        for exc in listing.damaged[:-1]:
+            app.warn(exc.message)
+        last = listing.damaged[-1]
+        raise type(last)(last.message + (f" (and {len(listing.damaged) - 1} more damaged file(s) above)" if len(listing.damaged) > 1 else ""), last.file, last.rule)
+
+
+# -- entry point ----------------------------------------------------------------------
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in args
+    try:
+        result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=App(None, None, None))
+        return result if isinstance(result, int) else 0
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        hint = f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help." if exc.ctx and not json_mode else ""
+        return _fail(json_mode, "usage", exc.format_message(), 2, hint)
+    except click.ClickException as exc:
+        return _fail(json_mode, "usage", exc.format_message(), 2)
+    except click.Abort:
+        return _fail(json_mode, "internal", "interrupted", 130)
+    except TaskError as exc:
+        return _fail(json_mode, exc.code, exc.message, exc.exit_code)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: say so plainly, trace only on request
+        if os.environ.get("TASKS_DEBUG"):
+            raise
+        return _fail(json_mode, "internal", f"internal error: {type(exc).__name__}: {exc} (set TASKS_DEBUG=1 for a trace)", 1)
+
+
+def _fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:
+    try:
+        if json_mode:
+            line = json.dumps({"error": {"code": code, "message": message, "exit": exit_code}}, ensure_ascii=False)
+            _write(sys.stderr, line + "\n")
+        else:
+            _write(sys.stderr, f"tasks: error: {message}{hint}\n")
+    except BrokenPipeError:
+        pass
+    return exit_code
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

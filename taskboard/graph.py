@@ -1,0 +1,154 @@
+"""Pure functions over task records: readiness, paths and cycles, what an edge or a
+completion changes. Nothing here reads files; callers pass a `lookup(id)` that
+returns a record or None, so the same rules serve one task or ten thousand.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Iterable, Optional
+
+from .model import OPEN, Record
+
+Lookup = Callable[[int], Optional[Record]]
+
+
+def open_blockers(record: Record, lookup: Lookup) -> list[int]:
+    """Blockers that still hold the task back. A stale id of a finished (or missing)
+    task does not block; an unreadable one is looked up as None by callers that
+    cannot tell, so they pass a lookup that says what they know."""
+    found = []
+    for blocker_id in record["blockedBy"]:
+        blocker = lookup(blocker_id)
+        if blocker is not None and blocker["status"] in OPEN:
+            found.append(blocker_id)
+    return sorted(set(found))
+
+
+def is_ready(record: Record, lookup: Lookup) -> bool:
+    return record["status"] == "pending" and not open_blockers(record, lookup)
+
+
+def is_blocked(record: Record, lookup: Lookup) -> bool:
+    return record["status"] in OPEN and bool(open_blockers(record, lookup))
+
+
+def find_path(start: int, goal: int, successors: Callable[[int], Iterable[int]]) -> list[int] | None:
+    """The shortest path start → … → goal following `successors`, or None."""
+    if start == goal:
+        return [start]
+    parent: dict[int, int] = {start: start}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for nxt in successors(node):
+            if nxt in parent:
+                continue
+            parent[nxt] = node
+            if nxt == goal:
+                path = [goal]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                return path[::-1]
+            queue.append(nxt)
+    return None
+
+
+def cycle_through_new_edge(blocker: int, dependent: int, successors: Callable[[int], Iterable[int]]) -> list[int] | None:
+    """The cycle that the edge blocker → dependent would close, as a closed walk
+    [blocker, dependent, …, blocker], or None when the edge is safe."""
+    if blocker == dependent:
+        return [blocker, blocker]
+    path = find_path(dependent, blocker, successors)
+    return None if path is None else [blocker] + path
+
+
+def format_cycle(cycle: list[int]) -> str:
+    return " → ".join(f"#{node}" for node in cycle)
+
+
+def find_cycles(successors_of: dict[int, list[int]]) -> list[list[int]]:
+    """One closed walk for every cycle-bearing strongly connected component (and every
+    self-edge), each starting at its lowest id; iterative Tarjan so deep graphs are fine."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    components: list[list[int]] = []
+    counter = 0
+    for root in sorted(successors_of):
+        if root in index:
+            continue
+        work = [(root, iter(successors_of.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in successors_of:
+                    continue
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(successors_of.get(child, ()))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(component)
+    cycles = []
+    for component in components:
+        members = set(component)
+        first = min(component)
+        if len(component) == 1 and first not in successors_of.get(first, ()):
+            continue
+        inside = lambda node: [n for n in successors_of.get(node, ()) if n in members]  # noqa: E731
+        if first in successors_of.get(first, ()):
+            cycles.append([first, first])
+            continue
+        back = next(n for n in sorted(members) if first in successors_of.get(n, ()))
+        path = find_path(first, back, inside)
+        cycles.append((path or [first, back]) + [first])
+    return sorted(cycles)
+
+
+def downstream(task_id: int, successors: Callable[[int], Iterable[int]]) -> set[int]:
+    """Every task reachable from task_id along `blocks` (not including itself)."""
+    seen: set[int] = set()
+    queue = deque([task_id])
+    while queue:
+        for nxt in successors(queue.popleft()):
+            if nxt not in seen and nxt != task_id:
+                seen.add(nxt)
+                queue.append(nxt)
+    return seen
+
+
+def edges(records: Iterable[Record]) -> list[tuple[int, int]]:
+    """Every edge blocker → dependent between live tasks, each once: the union of both
+    directions, so history edges of completed tasks and one-sided edges both show."""
+    live = {record["id"]: record for record in records if record["status"] != "deleted"}
+    found = set()
+    for task_id, record in live.items():
+        found.update((task_id, dep) for dep in record["blocks"] if dep in live)
+        found.update((blocker, task_id) for blocker in record["blockedBy"] if blocker in live)
+    return sorted(found)

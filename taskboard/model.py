@@ -1,0 +1,215 @@
+"""The task record: its keys, statuses, validation and its one canonical encoding.
+
+Records are plain dicts so that keys this version does not know survive a
+rewrite untouched and a 10 000-task listing costs no object construction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from typing import Any
+
+from .errors import Corrupt, UsageError
+
+Record = dict[str, Any]
+
+STATUSES = ("pending", "in_progress", "completed", "deleted")
+OPEN = frozenset(("pending", "in_progress"))
+S12_KEYS = ("id", "subject", "description", "status", "blockedBy", "blocks", "owner")
+EXTENSION_KEYS = ("uid", "metadata", "createdAt", "updatedAt")
+KEY_ORDER = S12_KEYS + EXTENSION_KEYS
+EDGE_KEYS = ("blockedBy", "blocks")
+MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
+
+MAX_ID = 2**63 - 1
+MAX_SUBJECT = 500
+MAX_OWNER = 200
+MAX_DESCRIPTION = 65536
+
+_FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
+_UID = re.compile(r"[0-9a-f]{12}")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+# C0 controls and DEL; newlines and tabs are allowed in descriptions only.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_TYPES = {
+    "id": int, "subject": str, "description": str, "status": str,
+    "blockedBy": list, "blocks": list, "owner": str,
+    "uid": str, "metadata": dict, "createdAt": str, "updatedAt": str,
+}
+
+
+def file_name(task_id: int) -> str:
+    return f"task_{task_id}.json"
+
+
+def id_from_file_name(name: str) -> int | None:
+    """The id a board file name stands for, or None when it is not a task file."""
+    match = _FILE_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def new_uid() -> str:
+    return os.urandom(6).hex()
+
+
+def parse_id(text: str) -> int:
+    """A task id typed by a user: a positive decimal integer, optionally written `#7`."""
+    raw = text.strip()
+    raw = raw[1:] if raw.startswith("#") else raw
+    if not raw.isascii() or not raw.isdigit() or raw.startswith("0") or len(raw) > 19:
+        raise UsageError(f"{text!r} is not a task id (a positive whole number such as 7)")
+    value = int(raw)
+    if value > MAX_ID:
+        raise UsageError(f"{text!r} is not a task id (at most {MAX_ID})")
+    return value
+
+
+def check_subject(subject: str) -> str:
+    if not subject.strip():
+        raise UsageError("the subject is empty; say in a few words what the task is")
+    if len(subject) > MAX_SUBJECT:
+        raise UsageError(f"the subject is {len(subject)} characters long; at most {MAX_SUBJECT} are allowed")
+    if _CONTROL.search(subject):
+        raise UsageError("the subject contains a control character (newline, tab, escape...); keep it on one line")
+    return subject
+
+
+def check_description(text: str) -> str:
+    if len(text) > MAX_DESCRIPTION:
+        raise UsageError(f"the description is {len(text)} characters long; at most {MAX_DESCRIPTION} are allowed")
+    if _CONTROL_IN_TEXT.search(text):
+        raise UsageError("the description contains a control character other than newline or tab")
+    return text
+
+
+def check_owner(owner: str) -> str:
+    if len(owner) > MAX_OWNER:
+        raise UsageError(f"the owner name is {len(owner)} characters long; at most {MAX_OWNER} are allowed")
+    if _CONTROL.search(owner) or owner != owner.strip():
+        raise UsageError(f"the owner name {owner!r} has control characters or surrounding spaces")
+    return owner
+
+
+def check_status(status: str) -> str:
+    if status not in STATUSES:
+        raise UsageError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
+    return status
+
+
+def parse_meta(item: str) -> tuple[str, Any]:
+    """`KEY=VALUE`: VALUE as JSON when it is valid JSON, else the text; `KEY=` yields REMOVE."""
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise UsageError(f"--meta {item!r} has no '='; write KEY=VALUE (or KEY= to remove the key)")
+    if not key.strip() or _CONTROL.search(key):
+        raise UsageError(f"--meta {item!r} has an empty or unprintable key")
+    if value == "":
+        return key, REMOVE
+    try:
+        parsed = json.loads(value, parse_constant=_refuse_constant)
+    except _NonFinite:
+        raise UsageError(f"--meta {key}: {value!r} is not a finite number; JSON has no NaN or Infinity") from None
+    except ValueError:
+        return key, value
+    return key, parsed
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
+
+
+REMOVE = object()
+
+
+def new_record(task_id: int, subject: str, description: str, owner: str, metadata: dict, stamp: str) -> Record:
+    return {
+        "id": task_id, "subject": subject, "description": description, "status": "pending",
+        "blockedBy": [], "blocks": [], "owner": owner, "uid": new_uid(),
+        "metadata": metadata, "createdAt": stamp, "updatedAt": stamp,
+    }
+
+
+def encode(record: Record) -> bytes:
+    """The one byte form of a record: known keys in order, then unknown ones, id lists sorted."""
+    ordered = {key: record[key] for key in KEY_ORDER if key in record}
+    for key in EDGE_KEYS:
+        if key in ordered:
+            ordered[key] = sorted(set(ordered[key]))
+    for key, value in record.items():
+        if key not in ordered:
+            ordered[key] = value
+    return (json.dumps(ordered, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def decode(data: bytes, name: str) -> Record:
+    """Parse and validate one task file; any flaw raises Corrupt naming the file and the rule."""
+    try:
+        record = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, _NonFinite, RecursionError) as exc:
+        raise Corrupt(f"{name}: not valid JSON ({_short(exc)})", name, "json") from None
+    problems = problems_of(record, name)
+    if problems:
+        rule, message = problems[0]
+        raise Corrupt(f"{name}: {message}", name, rule)
+    return record
+
+
+def problems_of(record: Any, name: str) -> list[tuple[str, str]]:
+    """Every flaw that makes a parsed record unusable, as (rule, message); empty when sound."""
+    if not isinstance(record, dict):
+        return [("object", f"the record is a JSON {type(record).__name__}, not an object")]
+    problems = []
+    for key in S12_KEYS:
+        if key not in record:
+            problems.append(("keys", f"the key {key!r} is missing"))
+    for key, kind in _TYPES.items():
+        if key in record and not _is_a(record[key], kind):
+            problems.append(("type", f"{key!r} should be a JSON {_JSON_NAMES[kind]}"))
+    if problems:
+        return problems
+    if record["id"] <= 0:
+        problems.append(("type", "'id' should be a positive integer"))
+    elif id_from_file_name(name) not in (None, record["id"]):
+        problems.append(("id-mismatch", f"the file name says #{id_from_file_name(name)} but 'id' is {record['id']}"))
+    if record["status"] not in STATUSES:
+        problems.append(("status", f"unknown status {record['status']!r}"))
+    for key in EDGE_KEYS:
+        if not all(_is_a(item, int) and item > 0 for item in record[key]):
+            problems.append(("type", f"{key!r} should list positive task ids"))
+    if "uid" in record and not _UID.fullmatch(record["uid"]):
+        problems.append(("type", "'uid' should be 12 lowercase hex digits"))
+    for key in ("createdAt", "updatedAt"):
+        if key in record and not _TIME.fullmatch(record[key]):
+            problems.append(("type", f"{key!r} should be a UTC time like 2026-11-29T18:03:11Z"))
+    return problems
+
+
+_JSON_NAMES = {int: "integer", str: "string", list: "array", dict: "object"}
+
+
+def _is_a(value: Any, kind: type) -> bool:
+    return isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+
+
+def _short(exc: Exception) -> str:
+    return str(exc).split("\n")[0][:120]
+
+
+def is_open(record: Record) -> bool:
+    return record["status"] in OPEN
+
+
+def ref(record: Record) -> str:
+    return f"#{record['id']}"

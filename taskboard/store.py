@@ -1,0 +1,292 @@
+"""The board on disk: where it is, reading task files, the lock, atomic and
+all-or-nothing writes, and recovery of a change a killed process left behind.
+
+Writers hold an exclusive `filelock` on `.tasks/.lock` for the whole change.
+Readers take a shared `flock` on the same file: the kernel keeps them out while
+a writer is between its first and last file, so no reader sees half a change,
+and reading costs no `filelock` import. A change to several files first writes
+an intent (every new file content) to `.tasks/.scratch/intent.json`; the next
+command of any kind finds it and finishes the change before doing anything else.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from .errors import Busy, Corrupt, NotFound, UsageError
+from .model import Record, decode, file_name, id_from_file_name
+
+LOCK_NAME = ".lock"
+SCRATCH_NAME = ".scratch"
+INTENT_NAME = "intent.json"
+DEFAULT_TIMEOUT = 10.0
+GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n"
+GITATTRIBUTES = "task_*.json text eol=lf\n"
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+_CHUNK = 1 << 20
+
+
+def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
+    """--dir, else TASKS_DIR, else the nearest .tasks/ walking up, else .tasks/ at
+    the top of the git work tree, else ./.tasks/."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("TASKS_DIR"):
+        return Path(os.environ["TASKS_DIR"])
+    here = (cwd or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / ".tasks").is_dir():
+            return folder / ".tasks"
+    top = _git_top(here)
+    return (top if top else here) / ".tasks"
+
+
+def _git_top(here: Path) -> Path | None:
+    # A work tree's top holds `.git` (a folder, or a file in linked worktrees).
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A file's bytes, never through a symbolic link."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        data = os.read(fd, _CHUNK)
+        if len(data) == _CHUNK:
+            parts = [data]
+            while chunk := os.read(fd, _CHUNK):
+                parts.append(chunk)
+            data = b"".join(parts)
+        return data
+    finally:
+        os.close(fd)
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Store:
+    def __init__(self, root: Path, timeout: float = DEFAULT_TIMEOUT):
+        self.root = Path(root)
+        self.timeout = timeout
+        self.lock_path = self.root / LOCK_NAME
+        self.scratch = self.root / SCRATCH_NAME
+        self.recovered: list[str] = []
+        self._lock = None
+        self._exclusive = False
+
+    def path_of(self, task_id: int) -> Path:
+        return self.root / file_name(task_id)
+
+    # -- reading ---------------------------------------------------------------
+
+    def task_ids(self) -> list[int]:
+        """Ids named by the task files on the board, ascending (no file is opened)."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            raise UsageError(f"the board path {self.root} is not a folder") from None
+        return sorted(task_id for task_id in map(id_from_file_name, names) if task_id is not None)
+
+    def read(self, task_id: int) -> Record:
+        name = file_name(task_id)
+        try:
+            data = read_bytes(self.root / name)
+        except FileNotFoundError:
+            raise NotFound(f"no task #{task_id}") from None
+        except NotADirectoryError:
+            if self.root.exists():
+                raise UsageError(f"the board path {self.root} is not a folder") from None
+            raise NotFound(f"no task #{task_id}") from None
+        except OSError as exc:
+            raise self._unreadable(name, exc) from None
+        return decode(data, name)
+
+    def read_all(self) -> tuple[list[Record], list[Corrupt]]:
+        """Every readable record in id order, and the damage found on the way."""
+        records, damaged = [], []
+        for task_id in self.task_ids():
+            try:
+                records.append(self.read(task_id))
+            except NotFound:
+                continue  # removed by hand between listing and reading
+            except Corrupt as exc:
+                damaged.append(exc)
+        return records, damaged
+
+    def _unreadable(self, name: str, exc: OSError) -> Corrupt:
+        if exc.errno == errno.ELOOP:
+            return Corrupt(f"{name}: is a symbolic link; task files must be regular files", name, "symlink")
+        return Corrupt(f"{name}: cannot be read ({exc.strerror})", name, "unreadable")
+
+    def scratch_names(self) -> list[str]:
+        try:
+            return sorted(os.listdir(self.scratch))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    # -- locking ---------------------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the shared lock while reading several files; finish a crashed change first."""
+        if self._exclusive:
+            yield
+            return
+        try:
+            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except (FileNotFoundError, NotADirectoryError):
+            yield  # no board yet: nothing to read, nothing to lock
+            return
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+                yield  # a read-only board cannot be written meanwhile
+                return
+            raise
+        try:
+            while True:
+                self._flock_shared(fd)
+                if not self.scratch_names():
+                    break
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                with self.writing():
+                    pass  # taking the write lock recovers
+            yield
+        finally:
+            os.close(fd)
+
+    def _flock_shared(self, fd: int) -> None:
+        deadline = time.monotonic() + self.timeout
+        pause = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise self._busy() from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.02)
+
+    def _busy(self) -> Busy:
+        return Busy(f"the board is busy: {self.lock_path} stayed locked for {self.timeout:g} s (--timeout)")
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the board lock for one change; creates the board and finishes any
+        change a killed process left behind before the caller does anything."""
+        if self._exclusive:
+            yield
+            return
+        self.ensure_folder()
+        from filelock import FileLock, Timeout  # only writers pay for filelock
+
+        if self._lock is None:
+            self._lock = FileLock(str(self.lock_path), timeout=self.timeout)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise self._busy() from None
+        self._exclusive = True
+        try:
+            self.recovered += self.recover()
+            yield
+        finally:
+            self._exclusive = False
+            self._lock.release()
+
+    def ensure_folder(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise UsageError(f"the board path {self.root} is not a folder (a file is in the way)") from None
+
+    # -- writing (under the exclusive lock) -----------------------------------
+
+    def write(self, files: dict[str, bytes]) -> None:
+        """Replace the named board files as one change: all of them or none, even if
+        the process is killed at any instant."""
+        assert self._exclusive, "write outside the board lock"
+        if not files:
+            return
+        self.scratch.mkdir(exist_ok=True)
+        if len(files) == 1:
+            self._apply(files)
+            return
+        intent = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
+        self._replace(self.scratch, INTENT_NAME, json.dumps(intent, ensure_ascii=False).encode("utf-8"))
+        _fsync_folder(self.scratch)
+        self._apply(files)
+        os.unlink(self.scratch / INTENT_NAME)
+        _fsync_folder(self.scratch)
+
+    def write_plain(self, name: str, text: str) -> None:
+        """A board file that is not a task (.gitignore, .gitattributes), atomically."""
+        self.scratch.mkdir(exist_ok=True)
+        self._replace(self.root, name, text.encode("utf-8"))
+        _fsync_folder(self.root)
+
+    def _apply(self, files: dict[str, bytes]) -> None:
+        for name, data in files.items():
+            self._replace(self.root, name, data)
+        _fsync_folder(self.root)
+
+    def _replace(self, folder: Path, name: str, data: bytes) -> None:
+        temp = self.scratch / f".{name}.{os.getpid()}.tmp"
+        fd = os.open(temp, _WRITE_FLAGS, 0o666)  # 0o666 less the umask, as for any new file
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, folder / name)  # replaces a symlink itself, never its target
+
+    def recover(self) -> list[str]:
+        """Finish (or drop) what a killed writer left in the scratch folder."""
+        names = self.scratch_names()
+        if not names:
+            return []
+        notes = []
+        if INTENT_NAME in names:
+            try:
+                intent = json.loads(read_bytes(self.scratch / INTENT_NAME))
+                files = {name: text.encode("utf-8") for name, text in intent["files"].items()
+                         if id_from_file_name(name) is not None}
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                notes.append("discarded an unreadable intent of an interrupted change")
+            else:
+                self._apply(files)
+                ids = ", ".join(f"#{id_from_file_name(name)}" for name in sorted(files, key=id_from_file_name))
+                notes.append(f"completed an interrupted change to {ids}")
+        leftovers = [name for name in names if name != INTENT_NAME]
+        for name in leftovers + ([INTENT_NAME] if INTENT_NAME in names else []):
+            try:
+                os.unlink(self.scratch / name)
+            except IsADirectoryError:
+                import shutil
+                shutil.rmtree(self.scratch / name, ignore_errors=True)
+            except FileNotFoundError:
+                pass
+        if leftovers:
+            notes.append(f"removed {len(leftovers)} leftover temporary file(s) of an interrupted change")
+        _fsync_folder(self.scratch)
+        return notes

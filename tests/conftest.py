@@ -1,0 +1,74 @@
+"""Every test gets a fresh board in tmp_path, and no test touches real state."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from taskboard.cli import main
+
+TASKS = [sys.executable, "-m", "taskboard"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch, tmp_path):
+    for name in ("TASKS_DIR", "TASKS_OWNER", "TASKS_LOCK_TIMEOUT", "NO_COLOR", "TASKS_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def board_dir(tmp_path) -> Path:
+    return tmp_path / ".tasks"
+
+
+class Run:
+    """The real `tasks` entry point in-process, with stdout and stderr kept apart."""
+
+    def __init__(self, board_dir: Path):
+        self.board_dir = board_dir
+
+    def __call__(self, *args: str, input: str | bytes | None = None, env: dict | None = None, expect: int | None = 0):
+        from taskboard.cli import cli
+
+        runner = CliRunner()
+        argv = ["--dir", str(self.board_dir), *args]
+        result = runner.invoke(_Entry(), argv, input=input, env=env, catch_exceptions=False)
+        if expect is not None:
+            assert result.exit_code == expect, (argv, result.exit_code, result.stdout, result.stderr)
+        return result
+
+    def json(self, *args: str, **kwargs):
+        result = self(*args, "--json", **kwargs)
+        return json.loads(result.stdout)
+
+    def record(self, task_id: int) -> dict:
+        return json.loads((self.board_dir / f"task_{task_id}.json").read_text())
+
+
+class _Entry:
+    """Adapter so CliRunner drives `main()` (our error handling), not bare click."""
+
+    name = "tasks"
+
+    def main(self, args=None, prog_name=None, standalone_mode=True, **extra):
+        code = main(list(args or []))
+        raise SystemExit(code)
+
+
+@pytest.fixture
+def run(board_dir) -> Run:
+    return Run(board_dir)
+
+
+def tasks_process(*args: str, cwd: Path | None = None, env: dict | None = None, input: bytes | None = None,
+                  timeout: float = 60) -> subprocess.CompletedProcess:
+    """`python -m taskboard ...` as a real subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([*TASKS, *args], cwd=cwd, env=full_env, input=input, capture_output=True, timeout=timeout)
