@@ -15,7 +15,7 @@ from .model import (
     EXTENSION_KEYS, OPEN, REMOVE, Record, check_description, check_owner, check_status,
     check_subject, encode, file_name, new_record, new_uid, now,
 )
-from .store import GITATTRIBUTES, GITIGNORE, Store
+from .store import Store
 
 
 class Outcome:
@@ -170,13 +170,10 @@ class Board:
 
     def init(self) -> list[str]:
         """Create the board with its git files; the names of the files it created."""
-        created = []
+        missing = [name for name in (".gitignore", ".gitattributes") if not (self.store.root / name).exists()]
         with self.store.writing():
-            for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
-                if not (self.store.root / name).exists():
-                    self.store.write_plain(name, text)
-                    created.append(name)
-        return created
+            self.store.write_git_files()
+        return missing
 
     def create(self, subject: str, description: str = "", blocked_by: Iterable[int] = (),
                blocks: Iterable[int] = (), owner: str = "", metadata: Optional[dict] = None) -> Outcome:

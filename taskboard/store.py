@@ -195,7 +195,7 @@ class Store:
         if self._exclusive:
             yield
             return
-        self.ensure_folder()
+        fresh = self.ensure_folder()
         from filelock import FileLock, Timeout  # only writers pay for filelock
 
         if self._lock is None:
@@ -207,16 +207,35 @@ class Store:
         self._exclusive = True
         try:
             self.recovered += self.recover()
+            if fresh:  # a board made by any first write keeps its lock out of git
+                self.write_git_files()
             yield
         finally:
             self._exclusive = False
             self._lock.release()
 
-    def ensure_folder(self) -> None:
+    def ensure_folder(self) -> bool:
+        """Create the board folder for a first write; True when this call made it."""
+        if self.root.is_dir():
+            return False
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):
+            self.root.mkdir(parents=True)
+        except FileExistsError:
+            if self.root.is_dir():
+                return False  # another process made it just now
             raise UsageError(f"the board path {self.root} is not a folder (a file is in the way)") from None
+        except NotADirectoryError:
+            raise UsageError(f"the board path {self.root} lies under a file, not a folder") from None
+        return True
+
+    def write_git_files(self) -> list[str]:
+        """The .gitignore (lock and scratch files) and .gitattributes a board needs; the ones written."""
+        written = []
+        for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
+            if not os.path.lexists(self.root / name):
+                self.write_plain(name, text)
+                written.append(name)
+        return written
 
     # -- writing (under the exclusive lock) -----------------------------------
 

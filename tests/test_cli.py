@@ -310,6 +310,7 @@ def test_description_from_stdin(run):
 def test_init_writes_git_files(run, board_dir):
     result = run.json("init")
     assert result["created"] == [".gitignore", ".gitattributes"]
+    assert run.json("init")["created"] == []
     assert ".lock" in (board_dir / ".gitignore").read_text()
     assert (board_dir / ".gitattributes").read_text() == "task_*.json text eol=lf\n"
 
