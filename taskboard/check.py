@@ -9,7 +9,7 @@ import re
 from typing import Optional
 
 from . import graph
-from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, problems_of
+from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of
 from .store import LOCK_NAME, SCRATCH_NAME, Store, read_bytes
 
 _LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
@@ -78,7 +78,7 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
             problems.append(_problem(name, task_id, rule, f"{name} cannot be read: {exc.strerror}"))
             continue
         try:
-            record = json.loads(raw.decode("utf-8"))
+            record = parse_json(raw)  # as strict as every other reader of the board
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             problems.append(_problem(name, task_id, "json", f"{name} is not valid JSON ({str(exc)[:100]})"))
             continue

@@ -7,6 +7,7 @@ rewrite untouched and a 10 000-task listing costs no object construction.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import time
@@ -28,6 +29,7 @@ MAX_ID = 2**63 - 1
 MAX_SUBJECT = 500
 MAX_OWNER = 200
 MAX_DESCRIPTION = 65536
+MAX_META_DEPTH = 100  # well below the JSON parser's recursion limit, so every record reads back
 
 _FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
 _UID = re.compile(r"[0-9a-f]{12}")
@@ -114,15 +116,48 @@ def parse_meta(item: str) -> tuple[str, Any]:
     if value == "":
         return key, REMOVE
     try:
-        parsed = json.loads(value, parse_constant=_refuse_constant)
+        # 1e999 parses as inf, which would be written as the non-JSON `Infinity`
+        parsed = json.loads(value, parse_constant=_refuse_constant, parse_float=_finite_float)
     except _NonFinite:
-        raise UsageError(f"--meta {key}: {value!r} is not a finite number; JSON has no NaN or Infinity") from None
+        raise UsageError(f"--meta {key}: {value[:80]!r} is not a finite number; JSON has no NaN or Infinity") from None
+    except RecursionError:
+        raise _too_deep(key) from None
     except ValueError:
         return key, value
+    if _depth(parsed) > MAX_META_DEPTH:
+        raise _too_deep(key)
     return key, parsed
 
 
-class _NonFinite(Exception):
+def _too_deep(key: str) -> UsageError:
+    return UsageError(f"--meta {key}: the value is nested too deeply; at most {MAX_META_DEPTH} levels are allowed")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(text)
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply arrays and objects nest in a JSON value (iterative: no recursion limit)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        item, level = pending.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            pending.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def parse_json(data: bytes) -> Any:
+    """A task file's JSON, strictly: UTF-8, and no NaN or Infinity (nor 1e999), which
+    JSON does not have; every failure is a ValueError (or RecursionError)."""
+    return json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+class _NonFinite(ValueError):
     pass
 
 
@@ -156,8 +191,8 @@ def encode(record: Record) -> bytes:
 def decode(data: bytes, name: str) -> Record:
     """Parse and validate one task file; any flaw raises Corrupt naming the file and the rule."""
     try:
-        record = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
-    except (UnicodeDecodeError, ValueError, _NonFinite, RecursionError) as exc:
+        record = parse_json(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise Corrupt(f"{name}: not valid JSON ({_short(exc)})", name, "json") from None
     problems = problems_of(record, name)
     if problems:
