@@ -153,6 +153,8 @@ def _description(value: Optional[str]) -> Optional[str]:
     if value != "-":
         return value
     raw = sys.stdin.buffer.read(MAX_DESCRIPTION * 4 + 1) if sys.stdin else b""
+    if len(raw) > MAX_DESCRIPTION * 4:  # more bytes than the longest allowed text can take; cut mid-character
+        raise UsageError(f"the description on stdin is longer than {MAX_DESCRIPTION} characters, the most allowed")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -444,6 +446,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return result if isinstance(result, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `tasks`: the help, no error line
+        _write(sys.stderr, exc.format_message() + "\n")
+        return 2
     except click.UsageError as exc:
         hint = f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help." if exc.ctx and not json_mode else ""
         return _fail(json_mode, "usage", exc.format_message(), 2, hint)
