@@ -182,6 +182,7 @@ class Board:
         check_owner(owner)
         blocked_by, blocks = sorted(set(blocked_by)), sorted(set(blocks))
         meta = {key: value for key, value in (metadata or {}).items() if value is not REMOVE}
+        self._require_board(blocked_by + blocks)
         with self.store.writing():
             change = Change(self.store)
             for other in blocked_by + blocks:
@@ -221,6 +222,7 @@ class Board:
             if both:
                 raise UsageError(f"--add-{flag} and --remove-{flag} both name {_ids(both)}; say one")
         outcome = Outcome()
+        self._require_board([task_id])
         with self.store.writing():
             change = Change(self.store)
             # then missing tasks
@@ -278,6 +280,9 @@ class Board:
             raise UsageError("claim needs an owner: pass --owner NAME, --as NAME or set TASKS_OWNER")
         check_owner(owner)
         outcome = Outcome()
+        if not self.store.root.is_dir():
+            self._require_board([task_id] if task_id is not None else [])
+            raise NotFound(f"no ready task to claim for {owner}")
         with self.store.writing():
             change = Change(self.store)
             if task_id is None:
@@ -317,6 +322,14 @@ class Board:
             blockers = graph.open_blockers(record, change.lookup)
             if blockers:
                 raise Refused(f"{ref} is blocked by {_ids(blockers)}")
+
+    def _require_board(self, task_ids: Iterable[int]) -> None:
+        """Naming a task on a board that does not exist yet is 'not found', and must not
+        create the board folder on the way (a failed command changes nothing)."""
+        for task_id in task_ids:
+            if not self.store.root.is_dir():
+                self.store.task_ids()  # a path that is a file: usage error
+                raise NotFound(f"no task #{task_id}")
 
     def _guard(self, record: Record, force: bool) -> None:
         """A named caller may not take over a task another owner is working on."""

@@ -384,3 +384,18 @@ def test_json_error_is_the_last_stderr_line_of_a_real_process(tmp_path):
     assert json.loads(result.stderr.decode().splitlines()[-1]) == {
         "error": {"code": "not_found", "message": "no task #5", "exit": 3}}
     assert b"Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("update", "1", "--status", "completed"), ("delete", "1"), ("claim", "--owner", "a"),
+    ("claim", "1", "--owner", "a"), ("create", "x", "--blocked-by", "1"), ("create", "x", "--blocks", "2"),
+])
+def test_failed_change_on_a_missing_board_creates_nothing(run, board_dir, args):
+    run(*args, expect=3)
+    assert not board_dir.exists()
+
+
+def test_bare_tasks_shows_help_without_an_error_line():
+    result = tasks_process()
+    assert result.returncode == 2
+    assert b"Commands:" in result.stderr and b"error" not in result.stderr
