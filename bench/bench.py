@@ -1,0 +1,273 @@
+"""`make bench`: the installed `tasks` against the bare interpreter, in one run.
+
+Builds boards of 1 000 and 10 000 tasks by writing files in the DESIGN.md format
+(through `taskboard.model.encode`, so the bytes are the real ones), then times
+the venv's `tasks` console script as real processes. Every figure is the median
+of several runs, printed beside the median start-up of `python -c pass` of the
+same venv, measured interleaved with it so that load from other work on the
+machine falls on both alike.
+
+    .venv/bin/python bench/bench.py [--runs N] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+VENV_BIN = Path(sys.executable).parent
+PYTHON = str(VENV_BIN / "python")
+TASKS = str(VENV_BIN / "tasks")
+HUB_DEPENDENTS = 100
+STAMP = "2026-11-29T18:03:11Z"
+
+
+# -- building boards ------------------------------------------------------------------
+
+
+def build_board(folder: Path, size: int, seed: int = 7) -> int:
+    """A board of `size` tasks with a realistic graph and one pending hub task with
+    HUB_DEPENDENTS pending dependents; returns the hub's id.
+
+    Edges always run from a lower id to a higher one (no cycle). About half the
+    tasks are completed, a tenth in progress, a few deleted, the rest pending;
+    each task waits on 0-3 recent tasks. The invariants of DESIGN.md §2 hold:
+    a completed blocker keeps its `blocks` as history but is in no `blockedBy`."""
+    from taskboard.model import encode
+
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    hub = size // 2
+    hub_dependents = set(range(hub + 1, hub + 1 + HUB_DEPENDENTS))
+    records: dict[int, dict] = {}
+    for task_id in range(1, size + 1):
+        if task_id == hub or task_id in hub_dependents:
+            status = "pending"
+        elif task_id < size * 0.6:
+            status = rng.choices(["completed", "pending", "in_progress", "deleted"], [70, 18, 8, 4])[0]
+        else:
+            status = rng.choices(["completed", "pending", "in_progress", "deleted"], [10, 75, 12, 3])[0]
+        records[task_id] = {
+            "id": task_id,
+            "subject": f"Task {task_id}: {rng.choice(['write', 'review', 'test', 'ship'])} the "
+                       f"{rng.choice(['parser', 'store', 'cli', 'docs', 'graph'])}",
+            "description": "Some words about the work.\nA second line." if rng.random() < 0.5 else "",
+            "status": status,
+            "blockedBy": [],
+            "blocks": [],
+            "owner": rng.choice(["alice", "bob", "carol"]) if status == "in_progress" else "",
+            "uid": f"{rng.getrandbits(48):012x}",
+            "metadata": {"priority": rng.randint(1, 4)} if rng.random() < 0.3 else {},
+            "createdAt": STAMP,
+            "updatedAt": STAMP,
+        }
+
+    def link(blocker: int, dependent: int) -> None:
+        a, b = records[blocker], records[dependent]
+        if "deleted" in (a["status"], b["status"]):
+            return
+        a["blocks"].append(dependent)
+        if a["status"] != "completed":
+            b["blockedBy"].append(blocker)
+
+    for task_id in range(2, size + 1):
+        if task_id == hub:
+            continue
+        for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
+            blocker = rng.randint(max(1, task_id - 50), task_id - 1)
+            if blocker != hub:
+                link(blocker, task_id)
+    for dependent in hub_dependents:
+        link(hub, dependent)
+    for record in records.values():
+        record["blocks"] = sorted(set(record["blocks"]))
+        record["blockedBy"] = sorted(set(record["blockedBy"]))
+        (folder / f"task_{record['id']}.json").write_bytes(encode(record))
+    return hub
+
+
+# -- timing processes --------------------------------------------------------------------
+
+
+def spawn(argv: list[str], env: dict) -> tuple[float, int, int]:
+    """Run one process with stdout and stderr to /dev/null: (seconds, exit code, peak RSS in bytes)."""
+    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+    start = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+    _, status, usage = os.wait4(pid, 0)
+    elapsed = time.perf_counter() - start
+    return elapsed, os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024
+
+
+def environment(board: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TASKS_")}
+    env["TASKS_DIR"] = str(board)
+    return env
+
+
+class Bench:
+    def __init__(self, runs: int):
+        self.runs = runs
+        self.rows: list[dict] = []
+        self.baselines: list[float] = []
+
+    def bare(self) -> float:
+        seconds, _, _ = spawn([PYTHON, "-c", "pass"], dict(os.environ))
+        self.baselines.append(seconds)
+        return seconds
+
+    def measure(self, name: str, board: Path, args_of, runs: int | None = None, setup=None) -> dict:
+        """Median of `runs` runs of `tasks ARGS`, each paired with a bare start-up."""
+        env = environment(board)
+        times, bares, peaks = [], [], []
+        for attempt in range(runs or self.runs):
+            if setup:
+                setup(attempt)
+            bares.append(self.bare())
+            seconds, code, peak = spawn([TASKS, *args_of(attempt)], env)
+            if code != 0:
+                raise SystemExit(f"{name}: `tasks {' '.join(args_of(attempt))}` exited {code}")
+            times.append(seconds)
+            peaks.append(peak)
+        row = {"name": name, "median": statistics.median(times), "bare": statistics.median(bares),
+               "peak": max(peaks), "runs": len(times)}
+        row["ratio"] = row["median"] / row["bare"]
+        self.rows.append(row)
+        print(f"  {name:<36} {row['median'] * 1000:8.1f} ms  {row['ratio']:5.2f}×  "
+              f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']})", flush=True)
+        return row
+
+
+def fixed(*args: str):
+    return lambda attempt: list(args)
+
+
+def taskwarrior(root: Path, runs: int) -> list[tuple[str, float, float]]:
+    """The same small operations through Taskwarrior, when it is installed."""
+    task = shutil.which("task")
+    if not task:
+        return []
+    data = root / "taskwarrior"
+    data.mkdir()
+    rc = root / "taskrc"
+    rc.write_text(f"data.location={data}\nconfirmation=off\nverbose=nothing\nhooks=off\n")
+    env = {**os.environ, "TASKRC": str(rc), "TASKDATA": str(data)}
+    spawn([task, "add", "first"], env)
+    results = []
+    for name, args in (("task add (small)", ["add", "bench task"]), ("task 1 export", ["1", "export"]),
+                       ("task export", ["export"])):
+        times, bares = [], []
+        for _ in range(runs):
+            bares.append(spawn([PYTHON, "-c", "pass"], dict(os.environ))[0])
+            times.append(spawn([task, *args], env)[0])
+        results.append((name, statistics.median(times), statistics.median(bares)))
+    return results
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="runs per fast figure (slow ones use fewer)")
+    parser.add_argument("--keep", metavar="DIR", help="build the boards in DIR and leave them there")
+    options = parser.parse_args()
+    runs = max(3, options.runs)
+    slow_runs = max(3, runs // 2)
+
+    root = Path(options.keep) if options.keep else Path(tempfile.mkdtemp(prefix="taskboard-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    bench = Bench(runs)
+    began = time.perf_counter()
+    try:
+        print(f"python {platform.python_version()} · {platform.machine()} · {os.cpu_count()} cores · "
+              f"{platform.platform()}")
+        print(f"tasks: {TASKS}")
+        boards = {}
+        for size in (1000, 10000):
+            start = time.perf_counter()
+            folder = root / f"board{size}" / ".tasks"
+            if folder.exists():
+                shutil.rmtree(folder)
+            hub = build_board(folder, size)
+            boards[size] = (folder, hub)
+            print(f"built a board of {size} tasks in {time.perf_counter() - start:.1f} s (hub #{hub})")
+        small = root / "small" / ".tasks"
+        if small.exists():
+            shutil.rmtree(small)
+        small.mkdir(parents=True)
+        for i in range(5):
+            spawn([TASKS, "create", f"seed {i}", "--json"], environment(small))
+
+        for _ in range(3):  # warm the page cache and the .pyc files
+            bench.bare()
+            spawn([TASKS, "get", "1", "--json"], environment(small))
+        bench.baselines.clear()
+
+        print("\ntimings (median; ratio to `python -c pass` measured alongside):")
+        big, hub_big = boards[10000]
+        mid, hub_mid = boards[1000]
+        r = {}
+        r["get"] = bench.measure("get --json (10k)", big, fixed("get", "5000", "--json"))
+        r["create_small"] = bench.measure("create --json (small board)", small, fixed("create", "bench", "--json"))
+        r["create_1k"] = bench.measure("create --json (1k)", mid, fixed("create", "bench", "--json"))
+        r["create_10k"] = bench.measure("create --json (10k)", big, fixed("create", "bench", "--json"))
+        r["list"] = bench.measure("list --json (10k)", big, fixed("list", "--json"), runs=slow_runs)
+        r["ready"] = bench.measure("ready --json (10k)", big, fixed("ready", "--json"), runs=slow_runs)
+
+        def hub_args(hub):
+            # even attempts complete the hub, odd ones reopen it
+            return lambda attempt: ["update", str(hub), "--status", "completed" if attempt % 2 == 0 else "pending",
+                                    "--json"]
+
+        hub_runs = max(4, slow_runs + slow_runs % 2)
+        r["hub_1k"] = bench.measure("complete/reopen hub of 100 (1k)", mid, hub_args(hub_mid), runs=hub_runs)
+        r["hub_10k"] = bench.measure("complete/reopen hub of 100 (10k)", big, hub_args(hub_big), runs=hub_runs)
+
+        tw = taskwarrior(root, runs)
+        bare = statistics.median(bench.baselines)
+        peak_mb = r["list"]["peak"] / 1e6
+        checks = [
+            ("get --json", f"{r['get']['ratio']:.2f}×", "≤ 5×", r["get"]["ratio"] <= 5),
+            ("create --json, small board", f"{r['create_small']['ratio']:.2f}×", "≤ 8×", r["create_small"]["ratio"] <= 8),
+            ("list --json, 10k", f"{r['list']['ratio']:.2f}×", "≤ 25×", r["list"]["ratio"] <= 25),
+            ("ready --json, 10k", f"{r['ready']['ratio']:.2f}×", "≤ 25×", r["ready"]["ratio"] <= 25),
+            ("hub of 100: 10k ÷ 1k", f"{r['hub_10k']['median'] / r['hub_1k']['median']:.2f}×", "≤ 1.3×",
+             r["hub_10k"]["median"] / r["hub_1k"]["median"] <= 1.3),
+            ("create: 10k ÷ 1k", f"{r['create_10k']['median'] / r['create_1k']['median']:.2f}×", "≤ 1.3×",
+             r["create_10k"]["median"] / r["create_1k"]["median"] <= 1.3),
+            ("list --json 10k peak memory", f"{peak_mb:.0f} MB", "≤ 100 MB", peak_mb <= 100),
+        ]
+        print(f"\nbare interpreter (`python -c pass`, median of {len(bench.baselines)}): {bare * 1000:.1f} ms\n")
+        print("| operation | median | × bare |")
+        print("|---|---:|---:|")
+        for row in bench.rows:
+            print(f"| {row['name']} | {row['median'] * 1000:.1f} ms | {row['ratio']:.2f}× |")
+        for name, seconds, base in tw:
+            print(f"| Taskwarrior: {name} | {seconds * 1000:.1f} ms | {seconds / base:.2f}× |")
+        print("\n| target | reached | goal | |")
+        print("|---|---:|---:|---|")
+        for name, value, goal, ok in checks:
+            print(f"| {name} | {value} | {goal} | {'PASS' if ok else 'MISS'} |")
+        if not tw:
+            print("\n(Taskwarrior is not installed: no side-by-side figures.)")
+        print(f"\nwhole run: {time.perf_counter() - began:.0f} s")
+        return 0 if all(ok for *_, ok in checks) else 1
+    finally:
+        if not options.keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
