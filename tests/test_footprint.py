@@ -1,0 +1,223 @@
+"""What a command costs beyond its answer: the modules it loads and the task files it
+touches. Behaviour only, no clock: a fresh interpreter runs the real entry point
+under an audit hook and reports `sys.modules` and every task file it opened or
+replaced (the "open" audit event covers `open()`, `io`, `os.open` and pathlib alike;
+"os.rename" covers `os.replace`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from taskboard.model import encode
+
+STAMP = "2026-11-29T18:03:11Z"
+TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json")
+
+# Runs `taskboard.cli.main(argv)` and writes a report to the file named by argv[0].
+WRAPPER = r"""
+import json, os, sys
+
+report_path, argv = sys.argv[1], sys.argv[2:]
+opened, replaced, recording = [], [], [True]
+
+def hook(event, args):
+    if not recording[0]:
+        return
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        flags = args[2] if isinstance(args[2], int) else 0
+        opened.append([os.fsdecode(args[0]), flags & os.O_ACCMODE != os.O_RDONLY])
+    elif event == "os.rename":
+        replaced.append(os.fsdecode(args[1]))
+
+sys.addaudithook(hook)
+from taskboard.cli import main
+code = main(argv)
+recording[0] = False
+with open(report_path, "w") as out:
+    json.dump({"exit": code, "modules": sorted(sys.modules), "opened": opened, "replaced": replaced}, out)
+"""
+
+
+def footprint(tmp_path: Path, board: Path, *args: str) -> dict:
+    """Run `tasks --dir BOARD ARGS` in a fresh interpreter; what it loaded and touched."""
+    report = tmp_path / "footprint.json"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("TASKS_")}
+    done = subprocess.run([sys.executable, "-c", WRAPPER, str(report), "--dir", str(board), *args],
+                          env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert report.exists(), done.stderr.decode()
+    result = json.loads(report.read_text())
+    result["stdout"], result["stderr"] = done.stdout, done.stderr
+    return result
+
+
+def task_ids(paths, board: Path) -> set[int]:
+    """The ids of the task files on `board` among `paths` (temporary files excluded)."""
+    ids = set()
+    for path in paths:
+        path = Path(path)
+        match = TASK_FILE.fullmatch(path.name)
+        if match and path.parent.resolve() == board.resolve():
+            ids.add(int(match.group(1)))
+    return ids
+
+
+def read_ids(result: dict, board: Path) -> set[int]:
+    return task_ids([path for path, writing in result["opened"] if not writing], board)
+
+
+def written_ids(result: dict, board: Path) -> set[int]:
+    return task_ids(result["replaced"] + [path for path, writing in result["opened"] if writing], board)
+
+
+# -- modules ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_board(run, board_dir) -> Path:
+    run("create", "Write parser")
+    run("create", "Write tests", "--blocked-by", "1")
+    run("create", "Ship", "--blocked-by", "2", "--owner", "alice")
+    return board_dir
+
+
+LOCK_FREE = [
+    ("get", "1", "--json"),
+    ("list", "--json"),
+    ("ready", "--json"),
+    ("list", "--ready", "--blocked", "--json"),  # a usage error takes no lock either
+    ("board", "--json"),
+    ("graph", "--json"),
+    ("check", "--json"),
+    ("--version",),
+]
+LOCKING_JSON = [
+    ("create", "Another", "--blocked-by", "1", "--json"),
+    ("update", "1", "--status", "in_progress", "--json"),
+    ("claim", "--owner", "bob", "--json"),
+    ("delete", "3", "--json"),
+    ("check", "--fix", "--json"),
+]
+
+
+@pytest.mark.parametrize("args", LOCK_FREE + LOCKING_JSON, ids=" ".join)
+def test_json_paths_never_import_rich(tmp_path, small_board, args):
+    result = footprint(tmp_path, small_board, *args)
+    assert not [name for name in result["modules"] if name == "rich" or name.startswith("rich.")], args
+
+
+@pytest.mark.parametrize("args", LOCK_FREE, ids=" ".join)
+def test_commands_without_a_lock_never_import_filelock(tmp_path, small_board, args):
+    result = footprint(tmp_path, small_board, *args)
+    assert "filelock" not in result["modules"], args
+
+
+@pytest.mark.parametrize("args", [("get", "1"), ("list",), ("ready",)], ids=" ".join)
+def test_human_reads_never_import_filelock(tmp_path, small_board, args):
+    result = footprint(tmp_path, small_board, *args)
+    assert result["exit"] == 0
+    assert "filelock" not in result["modules"]
+
+
+def test_the_probe_sees_what_a_writer_and_a_person_load(tmp_path, small_board):
+    # the negative results above mean something only if the probe can see these
+    assert "filelock" in footprint(tmp_path, small_board, "create", "x", "--json")["modules"]
+    assert "rich" in footprint(tmp_path, small_board, "list")["modules"]
+
+
+def test_version_does_not_read_package_metadata(tmp_path, small_board):
+    result = footprint(tmp_path, small_board, "--version")
+    assert result["exit"] == 0
+    assert "importlib.metadata" not in result["modules"]
+
+
+# -- work proportional to the change ------------------------------------------------------------
+
+
+def write_board(board: Path, size: int, hub: int, dependents: list[int], other_blockers: dict[int, list[int]],
+                completed: set[int]) -> None:
+    """A board of `size` tasks in the DESIGN.md format: `hub` blocks `dependents`, each of
+    which also waits on its `other_blockers` (completed ones only as history on their side);
+    every other task waits on its predecessor, so the board has edges everywhere."""
+    records = {task_id: {
+        "id": task_id, "subject": f"Task {task_id}", "description": "", "status":
+            "completed" if task_id in completed else "pending",
+        "blockedBy": [], "blocks": [], "owner": "", "uid": f"{task_id:012x}", "metadata": {},
+        "createdAt": STAMP, "updatedAt": STAMP,
+    } for task_id in range(1, size + 1)}
+
+    def link(blocker: int, dependent: int) -> None:
+        records[blocker]["blocks"].append(dependent)
+        if records[blocker]["status"] != "completed":
+            records[dependent]["blockedBy"].append(blocker)
+
+    involved = {hub, *dependents, *(b for blockers in other_blockers.values() for b in blockers)}
+    for task_id in range(2, size + 1):
+        if task_id not in involved and task_id - 1 not in involved:
+            link(task_id - 1, task_id)
+    for dependent in dependents:
+        link(hub, dependent)
+        for blocker in other_blockers.get(dependent, []):
+            link(blocker, dependent)
+    board.mkdir(parents=True, exist_ok=True)
+    for record in records.values():
+        (board / f"task_{record['id']}.json").write_bytes(encode(record))
+
+
+@pytest.fixture
+def large_board(board_dir) -> dict:
+    hub, dependents = 1000, list(range(1500, 1520))
+    # every dependent waits on one more task: open for even ones, completed for odd ones
+    other_blockers = {dep: [1700 + i] for i, dep in enumerate(dependents)}
+    completed = {1700 + i for i in range(len(dependents)) if i % 2}
+    write_board(board_dir, 2000, hub, dependents, other_blockers, completed)
+    return {"hub": hub, "dependents": dependents, "other_blockers": other_blockers,
+            "open_blockers": {1700 + i for i in range(len(dependents)) if not i % 2}}
+
+
+def test_completing_touches_only_the_task_and_its_neighbours(tmp_path, board_dir, large_board):
+    hub, dependents = large_board["hub"], set(large_board["dependents"])
+    neighbours = {hub} | dependents | {b for bs in large_board["other_blockers"].values() for b in bs}
+
+    result = footprint(tmp_path, board_dir, "update", str(hub), "--status", "completed", "--json")
+    assert result["exit"] == 0, result["stderr"]
+    assert {hub} | dependents <= read_ids(result, board_dir) <= neighbours
+    assert written_ids(result, board_dir) == {hub} | dependents
+    unblocked = json.loads(result["stderr"].decode().splitlines()[0])["unblocked"]
+    # dependents whose other blocker is completed are free now; the others still wait
+    assert set(unblocked) == {dep for dep in dependents if not set(large_board["other_blockers"][dep])
+                              & large_board["open_blockers"]}
+
+    reopened = footprint(tmp_path, board_dir, "update", str(hub), "--status", "pending", "--json")
+    assert reopened["exit"] == 0, reopened["stderr"]
+    assert read_ids(reopened, board_dir) <= neighbours
+    assert written_ids(reopened, board_dir) == {hub} | dependents
+
+
+def test_creating_reads_no_task_file(tmp_path, board_dir, large_board):
+    result = footprint(tmp_path, board_dir, "create", "One more", "--json")
+    assert result["exit"] == 0, result["stderr"]
+    assert json.loads(result["stdout"])["id"] == 2001
+    assert read_ids(result, board_dir) == set()
+    assert written_ids(result, board_dir) == {2001}
+
+
+def test_creating_with_edges_reads_only_the_tasks_named(tmp_path, board_dir, large_board):
+    result = footprint(tmp_path, board_dir, "create", "One more", "--blocked-by", "1500", "--blocks", "1990", "--json")
+    assert result["exit"] == 0, result["stderr"]
+    # the cycle check may walk what 1990 leads to (1991 → … → 2000), nothing else
+    assert {1500, 1990} <= read_ids(result, board_dir) <= {1500, *range(1990, 2001)}
+    assert written_ids(result, board_dir) == {1500, 1990, 2001}
+
+
+def test_get_reads_one_file(tmp_path, board_dir, large_board):
+    result = footprint(tmp_path, board_dir, "get", "1500", "--json")
+    assert result["exit"] == 0
+    assert read_ids(result, board_dir) == {1500}
+    assert written_ids(result, board_dir) == set()
