@@ -31,8 +31,10 @@ def hook(event, args):
     if not recording[0]:
         return
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.fsdecode(args[0])
         flags = args[2] if isinstance(args[2], int) else 0
-        opened.append([os.fsdecode(args[0]), flags & os.O_ACCMODE != os.O_RDONLY])
+        if path not in replaced:  # not a look at the board: syncing what this process just wrote
+            opened.append([path, flags & os.O_ACCMODE != os.O_RDONLY])
     elif event == "os.rename":
         replaced.append(os.fsdecode(args[1]))
 
