@@ -231,10 +231,12 @@ def get(app: App, task_id):
     """Show one task."""
     if app.json:
         app.data(app.board.get(task_id))
-        return
-    record, neighbours = app.board.get_with_neighbours(task_id)
-    from . import render
-    render.show_task(record, neighbours, plain=app.plain())
+    else:
+        record, neighbours = app.board.get_with_neighbours(task_id)
+        from . import render
+        render.show_task(record, neighbours, plain=app.plain())
+    for note in app.board.store.recovered:  # an interrupted change it finished is news, as for every command
+        app.warn(note)
 
 
 @cli.command()
