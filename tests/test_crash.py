@@ -1,0 +1,233 @@
+"""kill -9 in the middle of multi-file changes, and what the next command makes of it.
+
+Completing (or reopening) a hub with 40 dependents rewrites 41 files. Whatever
+instant the writer dies at, the next command of any kind must finish or undo the
+change before it does anything else, and leave a board that tests/invariants.py
+(which reads the JSON files itself) finds sound, with the change applied to every
+dependent or to none.
+
+Exact instants come from the store's test hook TASKS_TEST_CRASH_AFTER=N (SIGKILL
+right after the N-th file replacement); random instants from a real SIGKILL sent
+to a process looping over completion and reopening.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from invariants import assert_sound, hub_board, load_board, record, scratch_left, snapshot, write_board
+from worker import ForkServer
+
+DEPENDENTS = 40
+HUB_FILES = DEPENDENTS + 1
+# replacements a hub change makes: the intent, then the 41 task files
+REPLACEMENTS = 1 + HUB_FILES
+
+
+@pytest.fixture(scope="module")
+def forks():
+    server = ForkServer()
+    yield server
+    server.close()
+
+
+def hub_state(board) -> str:
+    """'completed' or 'open', asserting the change is all-or-nothing across the 40 dependents."""
+    records = load_board(board)
+    hub = records[1]
+    assert hub["blocks"] == list(range(2, HUB_FILES + 1)), "the hub lost its history edges"
+    holding = [i for i in hub["blocks"] if 1 in records[i]["blockedBy"]]
+    if hub["status"] == "completed":
+        assert holding == [], f"hub completed but {holding} still list it"
+        return "completed"
+    assert hub["status"] == "pending"
+    assert holding == hub["blocks"], f"hub open but only {holding} list it"
+    return "open"
+
+
+# -- exact crash points ----------------------------------------------------------------
+
+CRASH_POINTS = sorted({1, 2, 3, 5, 14, 23, 32, REPLACEMENTS - 1, REPLACEMENTS})
+
+
+@pytest.mark.parametrize("change", ["complete", "reopen"])
+def test_kill_at_exact_points_of_a_hub_change(forks, board_dir, run, change):
+    status, before, after = (("completed", "open", "completed") if change == "complete"
+                             else ("pending", "completed", "open"))
+    for point in CRASH_POINTS:
+        hub_board(board_dir, DEPENDENTS)
+        if change == "reopen":
+            run("update", "1", "--status", "completed")
+        assert hub_state(board_dir) == before
+        ended = forks.ask(args=["--dir", str(board_dir), "update", "1", "--status", status], crash_after=point)
+        assert ended == {"signal": signal.SIGKILL}, (point, ended)
+        # the intent was durable before the first task file was touched
+        assert os.listdir(board_dir / ".scratch") == ["intent.json"], point
+        got = run("get", "1", "--json")  # the next command, a reader, finishes the change first
+        assert json.loads(got.stdout)["status"] == status
+        assert_sound(board_dir)
+        assert hub_state(board_dir) == after, point
+        assert scratch_left(board_dir) == []
+
+
+def test_the_unkilled_change_makes_exactly_the_replacements_counted(forks, board_dir):
+    hub_board(board_dir, DEPENDENTS)
+    ended = forks.ask(args=["--dir", str(board_dir), "update", "1", "--status", "completed"],
+                      crash_after=REPLACEMENTS + 1)
+    assert ended == {"exit": 0}
+    assert hub_state(board_dir) == "completed"
+    assert scratch_left(board_dir) == []
+
+
+def test_kill_during_recovery_then_recovery_again(forks, board_dir, run):
+    hub_board(board_dir, DEPENDENTS)
+    args = ["--dir", str(board_dir), "update", "1", "--status", "completed"]
+    assert forks.ask(args=args, crash_after=20) == {"signal": signal.SIGKILL}
+    # the recovering reader dies after replaying 5 files: still all or nothing later
+    reader = ["--dir", str(board_dir), "list"]
+    assert forks.ask(args=reader, crash_after=5) == {"signal": signal.SIGKILL}
+    assert os.listdir(board_dir / ".scratch") == ["intent.json"]
+    run("list")
+    assert_sound(board_dir)
+    assert hub_state(board_dir) == "completed"
+
+
+# -- a real SIGKILL at random instants -------------------------------------------------
+
+
+def test_kill_minus_nine_loop_during_completion_and_reopen(forks, board_dir, run):
+    rng = random.Random(1129)
+    hub_board(board_dir, DEPENDENTS)
+    loop = [["--dir", str(board_dir), "update", "1", "--status", "completed"],
+            ["--dir", str(board_dir), "update", "1", "--status", "pending"]]
+    seen = set()
+    for _ in range(12):
+        pid = forks.ask(loop=loop)["pid"]
+        time.sleep(rng.uniform(0.0, 0.25))  # where the kill lands; what is asserted does not depend on it
+        os.kill(pid, signal.SIGKILL)
+        assert forks.ask(reap=pid) == {"signal": signal.SIGKILL}
+        interrupted = bool(os.listdir(board_dir / ".scratch")) if (board_dir / ".scratch").exists() else False
+        result = run("--timeout", "2", "list", "--all", "--json")  # the lock died with the process
+        listed = json.loads(result.stdout)
+        assert len(listed) == HUB_FILES
+        assert_sound(board_dir)
+        seen.add((hub_state(board_dir), interrupted))
+    assert {state for state, _ in seen} <= {"completed", "open"}
+
+
+# -- hand-made leftovers ---------------------------------------------------------------
+
+
+def _interrupted_board(board) -> dict:
+    """#1 blocks #2 and #3; a change completing #1 was journaled, then the writer died
+    after writing only #2, leaving a temp file of #3 behind."""
+    write_board(board, [record(1, blocks=[2, 3]), record(2, blocked_by=[1]), record(3, blocked_by=[1])])
+    after = {1: record(1, blocks=[2, 3], status="completed"), 2: record(2), 3: record(3)}
+    files = {f"task_{i}.json": json.dumps(r, indent=2, ensure_ascii=False) + "\n" for i, r in after.items()}
+    scratch = board / ".scratch"
+    scratch.mkdir()
+    (scratch / "intent.json").write_text(json.dumps({"intent": 1, "files": files}))
+    (board / "task_2.json").write_text(files["task_2.json"])
+    (scratch / ".task_3.json.4242.tmp").write_text(files["task_3.json"][:40])
+    return after
+
+
+@pytest.mark.parametrize("command", [["get", "3", "--json"], ["list", "--json"], ["create", "next", "--json"],
+                                     ["ready", "--json"], ["board", "--json"], ["graph", "--json"]])
+def test_next_command_of_any_kind_completes_a_leftover_intent(board_dir, run, command):
+    after = _interrupted_board(board_dir)
+    result = run(*command)
+    assert "completed an interrupted change" in result.stderr
+    records = assert_sound(board_dir)
+    for task_id, expected in after.items():
+        assert {k: records[task_id][k] for k in ("status", "blockedBy", "blocks")} == \
+               {k: expected[k] for k in ("status", "blockedBy", "blocks")}
+    assert scratch_left(board_dir) == []
+    if command[0] == "create":
+        assert json.loads(result.stdout)["id"] == 4
+    if command[0] == "get":
+        assert json.loads(result.stdout)["blockedBy"] == []
+
+
+def test_check_reports_the_completed_intent_as_fixed(board_dir, run):
+    _interrupted_board(board_dir)
+    result = run("check", "--json")
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    rules = [(p["rule"], p["fixed"]) for p in report["problems"]]
+    assert ("interrupted-change", True) in rules
+    assert all(fixed for _, fixed in rules)
+    assert_sound(board_dir)
+    assert json.loads(run("check", "--json").stdout) == {"ok": True, "problems": []}
+
+
+def test_check_fix_also_completes_it(board_dir, run):
+    _interrupted_board(board_dir)
+    report = json.loads(run("check", "--fix", "--json").stdout)
+    assert report["ok"] is True
+    assert any(p["rule"] == "interrupted-change" and p["fixed"] for p in report["problems"])
+    assert_sound(board_dir)
+
+
+def test_temp_files_without_intent_are_discarded_and_nothing_changes(board_dir, run):
+    """Killed before the intent was durable: the change never happened."""
+    write_board(board_dir, [record(1, blocks=[2]), record(2, blocked_by=[1])])
+    before = snapshot(board_dir)
+    scratch = board_dir / ".scratch"
+    scratch.mkdir()
+    (scratch / ".intent.json.77.tmp").write_text('{"intent": 1, "files": {"task_1.js')
+    (scratch / ".task_2.json.77.tmp").write_text("{")
+    result = run("list")
+    assert "leftover temporary" in result.stderr
+    assert scratch_left(board_dir) == []
+    assert {k: v for k, v in snapshot(board_dir).items() if k != ".scratch"} == before
+    assert_sound(board_dir)
+
+
+def test_an_unreadable_intent_is_discarded(board_dir, run):
+    write_board(board_dir, [record(1)])
+    before = snapshot(board_dir)
+    (board_dir / ".scratch").mkdir()
+    (board_dir / ".scratch" / "intent.json").write_bytes(b'{"intent": 1, "files": {"task_1.json": 7}')
+    result = run("get", "1")
+    assert "discarded an unreadable intent" in result.stderr
+    assert {k: v for k, v in snapshot(board_dir).items() if k != ".scratch"} == before
+    assert scratch_left(board_dir) == []
+
+
+def test_an_intent_writes_only_task_files_of_the_board(board_dir, run, tmp_path):
+    """A planted intent cannot write outside the board nor any file but task_<id>.json."""
+    write_board(board_dir, [record(1)])
+    (board_dir / ".scratch").mkdir()
+    files = {"../escaped.txt": "x", ".gitignore": "evil\n", "task_1.json/../../x": "y",
+             "task_1.json": json.dumps(record(1, subject="replayed"), indent=2) + "\n"}
+    (board_dir / ".scratch" / "intent.json").write_text(json.dumps({"intent": 1, "files": files}))
+    run("list")
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "x").exists()
+    assert not (board_dir / ".gitignore").exists() or (board_dir / ".gitignore").read_text() != "evil\n"
+    assert load_board(board_dir)[1]["subject"] == "replayed"
+    assert scratch_left(board_dir) == []
+
+
+def test_a_scratch_link_is_removed_without_touching_its_target(board_dir, run, tmp_path):
+    """git can commit a symbolic link; recovery must never delete what it points to."""
+    write_board(board_dir, [record(1)])
+    victim = tmp_path / "victim"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "precious").write_text("keep me")
+    (victim / "sub" / "x").write_text("and me")
+    (victim / "intent.json").write_text(json.dumps({"intent": 1, "files": {"task_1.json": "{}"}}))
+    os.symlink(victim, board_dir / ".scratch")
+    run("list")
+    run("create", "two")
+    assert sorted(os.listdir(victim)) == ["intent.json", "precious", "sub"]
+    assert (victim / "sub" / "x").read_text() == "and me"
+    assert not (board_dir / ".scratch").is_symlink()
+    assert_sound(board_dir)
+    assert load_board(board_dir)[1]["subject"] == "task 1"
