@@ -37,7 +37,9 @@ def run_check(store: Store, change=None) -> list[dict]:
         if missing:
             problems.append(_problem(name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", True))
             fixed_copy(task_id)
-    _check_edges(records, problems, fixed_copy)
+    # a task whose file is damaged is not missing: edges to it stay (its file is reported)
+    unreadable = set(store.task_ids()) - set(records)
+    _check_edges(records, problems, fixed_copy, unreadable)
     successors: dict[int, list[int]] = {tid: [] for tid, r in records.items() if r["status"] != "deleted"}
     for blocker, dependent in graph.edges(records.values()):
         successors[blocker].append(dependent)
@@ -95,7 +97,7 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
     return records
 
 
-def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy) -> None:
+def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy, unreadable: set[int]) -> None:
     def report(task_id: int, rule: str, message: str) -> None:
         problems.append(_problem(file_name(task_id), task_id, rule, message, True))
 
@@ -108,6 +110,8 @@ def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy) -> 
             continue
         for b_id in sorted(set(a["blocks"])):
             b = records.get(b_id)
+            if b_id in unreadable:
+                continue
             if b is None or b["status"] == "deleted":
                 rule = "missing-task" if b is None else "deleted-linked"
                 what = "does not exist" if b is None else "is deleted"
@@ -120,6 +124,8 @@ def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy) -> 
                 copy["blockedBy"] = sorted(set(copy["blockedBy"]) | {a_id})
         for blocker_id in sorted(set(a["blockedBy"])):
             blocker = records.get(blocker_id)
+            if blocker_id in unreadable:
+                continue
             if blocker is None or blocker["status"] == "deleted":
                 rule = "missing-task" if blocker is None else "deleted-linked"
                 what = "does not exist" if blocker is None else "is deleted"
