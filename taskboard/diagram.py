@@ -1,0 +1,191 @@
+"""What the views show, as plain data and text: each task's state, the board's
+columns and summary, how much each task unlocks, and the graph as Graphviz DOT
+or a Mermaid flowchart. No rich here, so DOT and Mermaid stay cheap and every
+rule the pictures follow can be tested without a console.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Iterable, Optional
+
+from . import graph
+from .model import OPEN, Record
+
+# The state a person cares about: a pending task is either ready or blocked.
+STATES = ("blocked", "ready", "in_progress", "completed", "deleted")
+STATE_LABELS = {"blocked": "blocked", "ready": "ready", "in_progress": "in progress",
+                "completed": "done", "deleted": "deleted"}
+# Kanban columns, left to right, and the state each one holds.
+COLUMNS = (("Blocked", "blocked"), ("Ready", "ready"), ("In progress", "in_progress"), ("Done", "completed"))
+
+
+def state(record: Record, lookup: graph.Lookup) -> str:
+    """blocked / ready for a pending task, else its status. An in-progress task stays
+    `in_progress` even with an open blocker (someone is on it); its card says what blocks it."""
+    status = record["status"]
+    if status == "pending":
+        return "ready" if graph.is_ready(record, lookup) else "blocked"
+    return status
+
+
+def columns(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, list[Record]]:
+    """The kanban columns in order, deleted tasks left out, cards in id order."""
+    found: dict[str, list[Record]] = {name: [] for name, _ in COLUMNS}
+    column_of = {key: name for name, key in COLUMNS}
+    for record in records:
+        name = column_of.get(state(record, lookup))
+        if name is not None:
+            found[name].append(record)
+    return found
+
+
+def counts(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, int]:
+    """How many tasks are in each state; `tasks` counts the live (non-deleted) ones."""
+    tally = dict.fromkeys(STATES, 0)
+    for record in records:
+        tally[state(record, lookup)] += 1
+    tally["tasks"] = sum(tally[key] for key in STATES if key != "deleted")
+    return tally
+
+
+def summary(records: Iterable[Record], lookup: graph.Lookup, shown: Optional[int] = None) -> str:
+    """`12 tasks · 3 ready · 2 in progress · 5 blocked · 2 done` over the whole board;
+    the four states partition the live tasks, so the parts add up to the total."""
+    tally = counts(records, lookup)
+    text = (f"{tally['tasks']} tasks · {tally['ready']} ready · {tally['in_progress']} in progress · "
+            f"{tally['blocked']} blocked · {tally['completed']} done")
+    if tally["deleted"]:
+        text += f" · {tally['deleted']} deleted"
+    if shown is not None and shown != tally["tasks"]:
+        text += f" ({shown} shown)"
+    return text
+
+
+def unlocks(records: Iterable[Record]) -> dict[int, int]:
+    """For every open task, how many open tasks wait on it, directly or through others:
+    the bottlenecks have the big numbers. One pass over the graph with bit sets, so a
+    10 000-task board costs milliseconds; an illegal cycle only makes a count short."""
+    live = [record for record in records if record["status"] in OPEN]
+    index = {record["id"]: position for position, record in enumerate(live)}
+    successors: dict[int, list[int]] = {record["id"]: [] for record in live}
+    for blocker, dependent in graph.edges(live):
+        successors[blocker].append(dependent)
+    reach: dict[int, int] = {}
+    for root in successors:
+        if root in reach:
+            continue
+        # iterative post-order DFS: children are finished before their parent
+        stack = [(root, iter(successors[root]))]
+        reach[root] = 0
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                bits = 0
+                for nxt in successors[node]:
+                    bits |= reach[nxt] | (1 << index[nxt])
+                reach[node] = bits & ~(1 << index[node])
+            elif child not in reach:
+                reach[child] = 0
+                stack.append((child, iter(successors[child])))
+    return {task_id: bits.bit_count() for task_id, bits in reach.items()}
+
+
+def adjacency(edges: Iterable[tuple[int, int]]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """(dependents of each task, blockers of each task), both sorted."""
+    down: dict[int, list[int]] = {}
+    up: dict[int, list[int]] = {}
+    for blocker, dependent in sorted(set(edges)):
+        down.setdefault(blocker, []).append(dependent)
+        up.setdefault(dependent, []).append(blocker)
+    return down, up
+
+
+# -- Graphviz DOT ---------------------------------------------------------------------
+
+# fill, outline, font colour, extra style per state
+_DOT_STYLES = {
+    "blocked": ('"#fde2e1"', '"#c62828"', '"#3b0a0a"', ""),
+    "ready": ('"#fff5cc"', '"#b8860b"', '"#3b2f00"', ""),
+    "in_progress": ('"#d8ecff"', '"#1565c0"', '"#0b2545"', ",bold"),
+    "completed": ('"#dcf5dc"', '"#2e7d32"', '"#4b5b4b"', ""),
+    "deleted": ('"#eeeeee"', '"#9e9e9e"', '"#9e9e9e"', ",dashed"),
+}
+_LABEL_WIDTH = 32
+
+
+def _dot_string(text: str) -> str:
+    """A DOT double-quoted string: backslash and quote escaped (a backslash would
+    otherwise start an escape such as \\N or \\l in a label)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _label_lines(record: Record) -> list[str]:
+    lines = textwrap.wrap(f"#{record['id']} {record['subject']}", _LABEL_WIDTH,
+                          break_long_words=True, break_on_hyphens=False) or [f"#{record['id']}"]
+    if record["owner"]:
+        lines.append(f"@{record['owner']}")
+    return lines
+
+
+def to_dot(records: list[Record], edges: Iterable[tuple[int, int]], lookup: graph.Lookup) -> str:
+    """A Graphviz digraph: one node `t<id>` per task styled by its state, one edge
+    `tA -> tB` per "A blocks B"."""
+    lines = [
+        "digraph tasks {",
+        "  rankdir=LR;",
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=11];',
+        '  edge [color="#607d8b"];',
+    ]
+    for record in records:
+        key = state(record, lookup)
+        fill, outline, font, extra = _DOT_STYLES[key]
+        label = "\\n".join(_dot_string(line)[1:-1] for line in _label_lines(record))
+        lines.append(f'  t{record["id"]} [label="{label}", fillcolor={fill}, color={outline}, '
+                     f'fontcolor={font}, style="rounded,filled{extra}", '
+                     f'tooltip={_dot_string(STATE_LABELS[key])}];')
+    lines += [f"  t{blocker} -> t{dependent};" for blocker, dependent in edges]
+    return "\n".join(lines + ["}"]) + "\n"
+
+
+# -- Mermaid flowchart ----------------------------------------------------------------
+
+_MERMAID_CLASSES = {
+    "blocked": "fill:#fde2e1,stroke:#c62828,color:#3b0a0a",
+    "ready": "fill:#fff5cc,stroke:#b8860b,color:#3b2f00",
+    "in_progress": "fill:#d8ecff,stroke:#1565c0,color:#0b2545,stroke-width:2px",
+    "completed": "fill:#dcf5dc,stroke:#2e7d32,color:#4b5b4b",
+    "deleted": "fill:#eeeeee,stroke:#9e9e9e,color:#9e9e9e,stroke-dasharray:4 3",
+}
+# Mermaid decodes `#name;` / `#123;` entity codes anywhere and reads HTML in labels,
+# so these characters of user text go in as numeric entity codes (a `#` only where it
+# would start an entity code, so `#4 Write parser` stays readable in the source).
+_MERMAID_ESCAPES = {'"': "#34;", "<": "#60;", ">": "#62;", "&": "#38;", "`": "#96;"}
+_ENTITY_LIKE = re.compile(r"#(?=\w+;)")
+
+
+def _mermaid_text(text: str) -> str:
+    text = _ENTITY_LIKE.sub("#35;", text)
+    return "".join(_MERMAID_ESCAPES.get(char, char) for char in text)
+
+
+def to_mermaid(records: list[Record], edges: Iterable[tuple[int, int]], lookup: graph.Lookup) -> str:
+    """A Mermaid `flowchart` that GitHub renders: nodes `t<id>` classed by state,
+    one edge `tA --> tB` per "A blocks B"."""
+    lines = ["flowchart LR"]
+    used = set()
+    for record in records:
+        key = state(record, lookup)
+        used.add(key)
+        label = "<br/>".join(_mermaid_text(line) for line in _label_lines(record))
+        lines.append(f'  t{record["id"]}["{label}"]:::{_mermaid_class(key)}')
+    lines += [f"  t{blocker} --> t{dependent}" for blocker, dependent in edges]
+    lines += [f"  classDef {_mermaid_class(key)} {_MERMAID_CLASSES[key]}" for key in STATES if key in used]
+    return "\n".join(lines) + "\n"
+
+
+def _mermaid_class(key: str) -> str:
+    return "inProgress" if key == "in_progress" else key

@@ -1,0 +1,585 @@
+"""The views for people, rendered into recording consoles of fixed widths and read
+back as text: every task where it belongs, the right counts, DOT and Mermaid whose
+edges are exactly the graph's, no escape codes in plain mode, user text never
+taken for markup. Expected values come from small oracles written here over the
+raw records, not from the code under test."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import sys
+from collections import deque
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from taskboard import graph, render
+from taskboard.board import Board
+from taskboard.model import MARKERS, encode, file_name, new_record
+from taskboard.store import Store
+
+from conftest import tasks_process
+
+EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
+WIDTHS = (40, 80, 160)
+ESCAPE = "\x1b"
+MARKUP_SUBJECTS = ("Fix [red] parsing", "close [/] tag", "[bold]not bold[/bold] :smile: [link=http://x]y[/link]")
+WIDE_SUBJECTS = ("修复配置解析器里的编码错误并补充测试", "Ship it 🚀🎉 with émojis and ｆｕｌｌｗｉｄｔｈ")
+LONG_SUBJECT = "Refactor " + "the very long subject that keeps going " * 12 + "END"
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def draw(renderable, width: int, colour: bool = True) -> str:
+    """What a terminal of this width shows, as text (styles dropped)."""
+    out = Console(file=io.StringIO(), width=width, record=True, force_terminal=colour,
+                  color_system="truecolor" if colour else None, no_color=not colour,
+                  highlight=False, emoji=False, markup=False)
+    out.print(renderable)
+    return out.export_text()
+
+
+def ansi(renderable, width: int) -> str:
+    out = Console(file=io.StringIO(), width=width, force_terminal=True, color_system="truecolor",
+                  highlight=False, emoji=False, markup=False)
+    out.print(renderable)
+    return out.file.getvalue()
+
+
+def fits(text: str, width: int) -> bool:
+    return all(cell_len(line) <= width for line in text.splitlines())
+
+
+def flat(text: str) -> str:
+    """Text with all runs of whitespace (wrapping included) made one space."""
+    return " ".join(text.split())
+
+
+def expected_state(record: dict, by_id: dict) -> str:
+    """The oracle: blocked/ready for pending tasks, else the status."""
+    if record["status"] != "pending":
+        return record["status"]
+    for blocker in record["blockedBy"]:
+        other = by_id.get(blocker)
+        if other is not None and other["status"] in ("pending", "in_progress"):
+            return "blocked"
+    return "ready"
+
+
+def expected_summary(records: list[dict]) -> str:
+    by_id = {r["id"]: r for r in records}
+    states = [expected_state(r, by_id) for r in records]
+    live = [s for s in states if s != "deleted"]
+    text = (f"{len(live)} tasks · {states.count('ready')} ready · {states.count('in_progress')} in progress · "
+            f"{states.count('blocked')} blocked · {states.count('completed')} done")
+    return text + (f" · {states.count('deleted')} deleted" if "deleted" in states else "")
+
+
+def expected_unlocks(records: list[dict], task_id: int) -> int:
+    """Open tasks reachable from task_id along edges between open tasks (plain BFS)."""
+    open_ids = {r["id"] for r in records if r["status"] in ("pending", "in_progress")}
+    down: dict[int, set[int]] = {}
+    for blocker, dependent in graph.edges(records):
+        if blocker in open_ids and dependent in open_ids:
+            down.setdefault(blocker, set()).add(dependent)
+    seen, queue = set(), deque([task_id])
+    while queue:
+        for nxt in down.get(queue.popleft(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                queue.append(nxt)
+    return len(seen - {task_id})
+
+
+COLUMN_OF = {"blocked": "Blocked", "ready": "Ready", "in_progress": "In progress", "completed": "Done"}
+
+
+def expected_columns(records: list[dict]) -> dict[int, str]:
+    by_id = {r["id"]: r for r in records}
+    return {r["id"]: COLUMN_OF[expected_state(r, by_id)] for r in records if r["status"] != "deleted"}
+
+
+def board_columns(text: str) -> dict[int, str]:
+    """Which column each card sits in, read back from a drawn board: side by side
+    (cells between │ or |) or stacked (a `Name (n)` heading, then indented cards)."""
+    lines = text.splitlines()
+    found: dict[int, str] = {}
+    header = next((line for line in lines if "Blocked (" in line), "")
+    if "Ready (" in header:  # side by side
+        names = [re.sub(r" \(\d+\)$", "", cell.strip()) for cell in re.split(r"[│|]", header)[1:-1]]
+        for line in lines[lines.index(header) + 1:]:
+            cells = re.split(r"[│|]", line)[1:-1]
+            if len(cells) != len(names):
+                continue
+            for name, cell in zip(names, cells):
+                match = re.match(r"(?:\[.\] )?#(\d+) \S", cell.strip())
+                if match:
+                    assert int(match.group(1)) not in found, f"#{match.group(1)} drawn twice"
+                    found[int(match.group(1))] = name
+        return found
+    column = None
+    for line in lines:
+        heading = re.fullmatch(r"(Blocked|Ready|In progress|Done) \((\d+)\)\s*", line)
+        if heading:
+            column = heading.group(1)
+            continue
+        match = re.match(r"  (?:\[.\] )?#(\d+) \S", line)
+        if match:
+            assert int(match.group(1)) not in found
+            found[int(match.group(1))] = column
+    return found
+
+
+DOT_NODE = re.compile(r'\s*t(\d+) \[((?:\w+=(?:"(?:[^"\\]|\\.)*"|[\w.]+)(?:, )?)+)\];')
+DOT_EDGE = re.compile(r"\s*t(\d+) -> t(\d+);")
+
+
+def parse_dot(text: str) -> tuple[dict[int, str], list[tuple[int, int]]]:
+    """Nodes (id → label) and edges of our DOT, checking every line is well formed."""
+    lines = text.splitlines()
+    assert lines[0] == "digraph tasks {" and lines[-1] == "}"
+    nodes, edges = {}, []
+    for line in lines[1:-1]:
+        if node := DOT_NODE.fullmatch(line):
+            label = re.search(r'label="((?:[^"\\]|\\.)*)"', node.group(2)).group(1)
+            nodes[int(node.group(1))] = re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), label)
+        elif edge := DOT_EDGE.fullmatch(line):
+            edges.append((int(edge.group(1)), int(edge.group(2))))
+        else:
+            assert re.fullmatch(r'\s*(rankdir=LR|(node|edge) \[.*\]);', line), line
+    return nodes, edges
+
+
+MERMAID_NODE = re.compile(r'\s*t(\d+)\["([^"]*)"\]:::(\w+)')
+MERMAID_EDGE = re.compile(r"\s*t(\d+) --> t(\d+)")
+
+
+def parse_mermaid(text: str) -> tuple[dict[int, str], list[tuple[int, int]]]:
+    lines = text.splitlines()
+    assert lines[0] == "flowchart LR"
+    nodes, edges, classes, used = {}, [], set(), set()
+    for line in lines[1:]:
+        if node := MERMAID_NODE.fullmatch(line):
+            nodes[int(node.group(1))] = node.group(2)
+            used.add(node.group(3))
+        elif edge := MERMAID_EDGE.fullmatch(line):
+            edges.append((int(edge.group(1)), int(edge.group(2))))
+        elif classdef := re.fullmatch(r"\s*classDef (\w+) [\w:#,.\- ]+", line):
+            classes.add(classdef.group(1))
+        else:
+            raise AssertionError(f"unexpected Mermaid line {line!r}")
+    assert used <= classes
+    for label in nodes.values():  # user text can open no tag and no entity of its own
+        assert "<" not in label.replace("<br/>", "") and ">" not in label.replace("<br/>", "")
+    return nodes, edges
+
+
+def unmermaid(label: str) -> str:
+    return re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), label.replace("<br/>", " "))
+
+
+# -- boards ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sample(tmp_path) -> Board:
+    """A copy of the sample board (reading takes a lock file; the original stays untouched)."""
+    root = tmp_path / "sample"
+    shutil.copytree(EXAMPLE, root)
+    return Board(Store(root))
+
+
+def write_board(root: Path, records: list[dict]) -> Board:
+    """Many records written as one change through the store: real files, made fast by
+    skipping fsync (it only matters when the machine crashes, and a test board needs none)."""
+    store = Store(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(os, "fsync", lambda fd: None)
+        with store.writing():
+            store.write({file_name(r["id"]): encode(r) for r in records})
+    return Board(store)
+
+
+def thousand_records() -> list[dict]:
+    """1 000 tasks in chains of 25 with cross edges; the first 300 done, then a mix, with
+    the edges kept the way the board keeps them (completed blockers only in `blocks`)."""
+    stamp = "2026-11-29T18:00:00Z"
+    records = {i: new_record(i, f"Task number {i} of the big board", "", "", {}, stamp) for i in range(1, 1001)}
+    for i, record in records.items():
+        record["status"] = "completed" if i <= 300 else "in_progress" if i % 11 == 0 else "deleted" if i % 97 == 0 else "pending"
+        record["owner"] = f"agent-{i % 7}" if record["status"] == "in_progress" else ""
+    for i in records:
+        blockers = ([i - 1] if i % 25 != 1 else []) + ([i - 30] if i > 30 and i % 7 == 0 else [])
+        for blocker in blockers:
+            if "deleted" in (records[i]["status"], records[blocker]["status"]):
+                continue
+            records[blocker]["blocks"].append(i)
+            if records[blocker]["status"] != "completed":
+                records[i]["blockedBy"].append(blocker)
+    return list(records.values())
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> Board:
+    return write_board(tmp_path_factory.mktemp("big") / ".tasks", thousand_records())
+
+
+@pytest.fixture
+def odd(tmp_path) -> Board:
+    """Markup-like, wide and very long subjects, with owners and edges between them."""
+    board = Board(Store(tmp_path / "odd"))
+    first = board.create(MARKUP_SUBJECTS[0], description="[red]not red[/red] and [/]", owner="[blue]eve",
+                         metadata={"note": "[bold]x", "labels": ["[ui]"]}).record["id"]
+    second = board.create(MARKUP_SUBJECTS[1], blocked_by=[first]).record["id"]
+    third = board.create(MARKUP_SUBJECTS[2], blocked_by=[second], owner="修").record["id"]
+    for subject in WIDE_SUBJECTS:
+        board.create(subject, blocked_by=[third])
+    board.create(LONG_SUBJECT, blocks=[first])
+    board.update(first + 5, status="in_progress")  # the long one: it waits on nothing
+    return board
+
+
+def records_of(board: Board) -> list[dict]:
+    return board.listing().records
+
+
+# -- list ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list_shows_every_task_once_in_order_with_the_summary(sample, width):
+    listing = sample.listing()
+    chosen = sample.select(listing)
+    text = draw(render.list_view(chosen, listing), width)
+    assert fits(text, width)
+    rows = [int(m.group(1)) for m in re.finditer(r"^\s*#(\d+)\s", text, re.M)]
+    assert rows == [r["id"] for r in listing.records if r["status"] != "deleted"] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12]
+    assert expected_summary(listing.records) == "11 tasks · 2 ready · 2 in progress · 5 blocked · 2 done · 1 deleted"
+    assert expected_summary(listing.records) + " (11 shown)" not in flat(text)
+    assert expected_summary(listing.records) in flat(text)
+
+
+def test_list_truncates_subjects_at_80_and_uses_wide_terminals(sample):
+    listing = sample.listing()
+    chosen = sample.select(listing)
+    narrow, wide = draw(render.list_view(chosen, listing), 80), draw(render.list_view(chosen, listing), 160)
+    assert "Update the deployment docs for the new variables" in wide
+    assert "Update the deployment docs for the new variables" not in narrow
+    assert re.search(r"#8 .*Update the deploy.*…", narrow)
+    row = next(line for line in wide.splitlines() if re.match(r"\s*#2\s", line))
+    assert "in progress" in row and "codex-agent-2" in row
+
+
+def test_list_counts_what_each_pending_task_unlocks(sample):
+    listing = sample.listing()
+    text = draw(render.list_view(sample.select(listing), listing), 160)
+    header = next(line for line in text.splitlines() if "unlocks" in line)
+    end = header.index("unlocks") + len("unlocks")
+    for record in listing.records:
+        if record["status"] != "pending":
+            continue
+        row = next(line for line in text.splitlines() if re.match(rf"\s*#{record['id']}\s", line))
+        shown = row[:end].split()[-1]
+        count = expected_unlocks(listing.records, record["id"])
+        assert (shown == str(count)) if count else not shown.isdigit(), (record["id"], shown, count)
+    assert expected_unlocks(listing.records, 4) == 3
+
+
+def test_list_filtered_says_how_many_are_shown(sample):
+    listing = sample.listing()
+    text = flat(draw(render.list_view(sample.select(listing, ready=True), listing), 120))
+    assert expected_summary(listing.records) + " (2 shown)" in text
+    assert flat(draw(render.list_view([], listing), 80)).startswith("no tasks to show")
+
+
+def test_plain_lines_are_exactly_marker_id_and_subject(odd):
+    listing = odd.listing()
+    lines = render.plain_lines(listing.records, listing)
+    assert lines == [f"{MARKERS[r['status']]} #{r['id']}: {r['subject']}" for r in listing.records]
+    assert lines[:2] == ["[ ] #1: Fix [red] parsing", "[ ] #2: close [/] tag"]
+    assert any(LONG_SUBJECT in line for line in lines)  # never cut, never wrapped
+
+
+def test_show_list_plain_writes_lines_to_stdout_and_the_summary_to_stderr(sample, capsys):
+    listing = sample.listing()
+    render.show_list(sample.select(listing), listing, plain=True)
+    out, err = capsys.readouterr()
+    assert [line[:7] for line in out.splitlines()][:3] == ["[x] #1:", "[>] #2:", "[x] #3:"]
+    assert len(out.splitlines()) == 11
+    assert err.strip() == expected_summary(listing.records)
+    assert ESCAPE not in out + err
+
+
+def test_piped_commands_print_no_escape_codes(tmp_path):
+    root = tmp_path / "board"
+    shutil.copytree(EXAMPLE, root)
+    listed = tasks_process("--dir", str(root), "list")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout.decode()
+    assert ESCAPE.encode() not in listed.stdout + listed.stderr
+    assert out.splitlines()[3].startswith("[ ] #4: Port CLI entry points to Settings")
+    assert "[ ] #12: Fix [red] markup in the settings banner" in out
+    assert listed.stderr.decode().strip() == "11 tasks · 2 ready · 2 in progress · 5 blocked · 2 done · 1 deleted"
+    for args in (("board",), ("graph",), ("get", "7")):
+        shown = tasks_process("--dir", str(root), *args, env={"TERM": "xterm-256color"})
+        assert shown.returncode == 0, shown.stderr
+        assert ESCAPE.encode() not in shown.stdout + shown.stderr
+        assert b"#7" in shown.stdout
+
+
+def test_json_paths_never_import_rich(tmp_path):
+    root = tmp_path / "board"
+    shutil.copytree(EXAMPLE, root)
+    code = ("import sys; from taskboard.cli import main\n"
+            f"for argv in (['list'], ['board'], ['graph'], ['get', '7']):\n"
+            f"    assert main(['--dir', {str(root)!r}, *argv, '--json']) == 0\n"
+            "assert not any(name == 'rich' or name.startswith('rich.') for name in sys.modules)\n")
+    import subprocess
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+# -- board -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_board_puts_every_card_in_its_column(sample, width):
+    listing = sample.listing()
+    text = draw(render.board_view(listing), width)
+    assert fits(text, width)
+    assert board_columns(text) == expected_columns(listing.records)
+    assert "#10" not in text  # deleted: hidden
+    for name, count in (("Blocked", 5), ("Ready", 2), ("In progress", 2), ("Done", 2)):
+        assert f"{name} ({count})" in text
+    assert expected_summary(listing.records) in flat(text)
+
+
+def test_board_cards_show_owner_and_what_blocks_them(sample):
+    text = draw(render.board_view(sample.listing()), 160)
+    assert "waits on #4, #5, #6" in text
+    assert "@codex-agent-2" in text and "@bob" in text
+    plain = draw(render.board_view(sample.listing(), plain=True), 100, colour=False)
+    assert board_columns(plain) == expected_columns(sample.listing().records)
+    assert "[ ] #7 Remove" in plain and "[>] #2 Write" in plain and ESCAPE not in plain
+
+
+def test_show_board_writes_an_svg_picture(sample, tmp_path, capsys):
+    picture = tmp_path / "board.svg"
+    render.show_board(sample.listing(), plain=True, svg=str(picture))
+    out, err = capsys.readouterr()
+    assert ESCAPE not in out and "Blocked (5)" in out
+    assert err.strip() == expected_summary(sample.listing().records)
+    svg = picture.read_text()
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "Blocked&#160;(5)" in svg and "#c" in svg.lower()  # coloured even though stdout was plain
+
+
+# -- one task --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_task_panel_shows_every_field_and_its_neighbours(sample, width):
+    record, neighbours = sample.get_with_neighbours(7)
+    text = flat(draw(render.task_view(record, neighbours), width))
+    assert "#7" in text and "blocked" in text
+    for other in (4, 5, 6, 9, 11):
+        assert f"#{other}" in text
+    if width == 160:  # narrower panels wrap these lines
+        assert "#6 Port the batch jobs to Settings in progress @claude-agent-1" in text
+        assert "#4 Port CLI entry points to Settings blocked" in text  # its own blocker #2 is open
+        assert "2026-11-29T19:50:51Z" in text and record["uid"] in text
+    record, neighbours = sample.get_with_neighbours(12)
+    text = flat(draw(render.task_view(record, neighbours), 160))
+    assert "Fix [red] markup in the settings banner" in text and "labels" in text and '["ui", "bug"]' in text
+    assert "bob" in text
+
+
+def test_task_panel_plain_starts_like_a_list_line(sample):
+    record, neighbours = sample.get_with_neighbours(2)
+    text = draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
+    assert text.startswith("[>] #2: Write characterisation tests for config parsing")
+    assert "[ ] #4 Port CLI" in text and ESCAPE not in text
+    assert "grep" not in text  # #1's description is not #2's
+    record, neighbours = sample.get_with_neighbours(1)
+    assert "grep for load_config" in draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
+
+
+# -- graph -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_graph_tree_shows_every_task_with_its_status(sample, width):
+    listing = sample.listing()
+    records = [r for r in listing.records if r["status"] != "deleted"]
+    text = draw(render.graph_view(records, graph.edges(records), listing.lookup), width)
+    assert fits(text, width)
+    ids = {int(m) for m in re.findall(r"[✔◐○⊘] #(\d+)", text)}
+    assert ids == {r["id"] for r in records}
+    assert re.search(r"◐ #2 ", text) and re.search(r"✔ #1 ", text) and re.search(r"○ #8 ", text)
+    plain = draw(render.graph_view(records, graph.edges(records), listing.lookup, plain=True), width, colour=False)
+    assert {int(m) for m in re.findall(r"\[.\] #(\d+)", plain)} == ids
+
+
+def test_graph_of_one_task_shows_upstream_and_downstream(sample, run, board_dir):
+    shutil.copytree(sample.store.root, board_dir)
+    text = run("graph", "7").stdout
+    waits, unlocks = text.split("unlocks")
+    assert text.splitlines()[0].startswith("[ ] #7 Remove the legacy loader")
+    assert {int(m) for m in re.findall(r"#(\d+)", waits)} == {7, 4, 5, 6, 2, 3, 1}
+    assert {int(m) for m in re.findall(r"#(\d+)", unlocks)} == {9, 11}
+
+
+@pytest.mark.parametrize("board_name", ["sample", "odd", "big"])
+def test_dot_and_mermaid_edges_are_the_graph_edges(board_name, request):
+    board = request.getfixturevalue(board_name)
+    listing = board.listing()
+    records = [r for r in listing.records if r["status"] != "deleted"]
+    edges = graph.edges(records)
+    from taskboard import diagram
+
+    dot_nodes, dot_edges = parse_dot(diagram.to_dot(records, edges, listing.lookup))
+    mermaid_nodes, mermaid_edges = parse_mermaid(diagram.to_mermaid(records, edges, listing.lookup))
+    assert sorted(dot_edges) == dot_edges == edges and len(set(dot_edges)) == len(dot_edges)
+    assert sorted(mermaid_edges) == mermaid_edges == edges
+    assert set(dot_nodes) == set(mermaid_nodes) == {r["id"] for r in records}
+    for record in records:  # labels carry the user's text back unchanged
+        assert " ".join(dot_nodes[record["id"]].split()).startswith(f"#{record['id']} {' '.join(record['subject'].split())}"[:30])
+        assert unmermaid(mermaid_nodes[record["id"]]).startswith(f"#{record['id']} ")
+
+
+def test_dot_and_mermaid_escape_user_text(tmp_path):
+    board = Board(Store(tmp_path / "b"))
+    nasty = 'He said "hi" \\N <b>bold</b> & #12; `code`'
+    board.create(nasty)
+    board.create("after", blocked_by=[1])
+    listing = board.listing()
+    from taskboard import diagram
+
+    dot_nodes, _ = parse_dot(diagram.to_dot(listing.records, graph.edges(listing.records), listing.lookup))
+    assert " ".join(dot_nodes[1].split()) == "#1 " + nasty
+    mermaid_nodes, _ = parse_mermaid(diagram.to_mermaid(listing.records, graph.edges(listing.records), listing.lookup))
+    assert " ".join(unmermaid(mermaid_nodes[1]).split()) == "#1 " + nasty
+    assert "#12;" not in mermaid_nodes[1]
+
+
+def test_graph_cli_formats_and_svg(sample, run, board_dir, tmp_path):
+    shutil.copytree(sample.store.root, board_dir)
+    records = [r for r in sample.listing().records if r["status"] != "deleted"]
+    assert parse_dot(run("graph", "--format", "dot").stdout)[1] == graph.edges(records)
+    assert parse_mermaid(run("graph", "--format", "mermaid").stdout)[1] == graph.edges(records)
+    with_deleted = parse_mermaid(run("graph", "--format", "mermaid", "--all").stdout)[0]
+    assert 10 in with_deleted and 10 not in parse_mermaid(run("graph", "--format", "mermaid").stdout)[0]
+    picture = tmp_path / "graph.svg"
+    run("graph", "--svg", str(picture))
+    assert picture.read_text().startswith("<svg") and "Map&#160;every&#160;caller" in picture.read_text()
+
+
+# -- edge cases ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_empty_board_renders_every_view(tmp_path, width):
+    board = Board(Store(tmp_path / "nothing"))
+    listing = board.listing()
+    summary = "0 tasks · 0 ready · 0 in progress · 0 blocked · 0 done"
+    assert summary in flat(draw(render.list_view([], listing), width))
+    board_text = draw(render.board_view(listing), width)
+    assert summary in flat(board_text) and "Blocked (0)" in board_text and "Done (0)" in board_text
+    assert "0 tasks · 0 edges" in draw(render.graph_view([], [], listing.lookup), width)
+    from taskboard import diagram
+
+    assert parse_dot(diagram.to_dot([], [], listing.lookup)) == ({}, [])
+    assert diagram.to_mermaid([], [], listing.lookup) == "flowchart LR\n"
+    assert render.plain_lines([], listing) == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_markup_wide_and_long_subjects_are_shown_as_typed(odd, width):
+    listing = odd.listing()
+    records = listing.records
+    views = {
+        "list": render.list_view(records, listing),
+        "board": render.board_view(listing),
+        "graph": render.graph_view(records, graph.edges(records), listing.lookup),
+    }
+    for name, view in views.items():
+        text = draw(view, width)
+        assert fits(text, width), name
+        assert ESCAPE not in draw(view, width, colour=False)
+        if width == 160:  # cards are a quarter of the width: look at the board on a wider console
+            wide = draw(view, 400) if name == "board" else text
+            for subject in MARKUP_SUBJECTS + WIDE_SUBJECTS:
+                assert subject in wide, (name, subject)
+    # the styled output too: brackets reach the terminal as brackets
+    assert "close [/] tag" in ansi(views["list"], 160)
+    list_80 = draw(views["list"], 80)
+    long_row = next(line for line in list_80.splitlines() if "Refactor" in line)
+    assert "…" in long_row and "END" not in long_row
+    record, neighbours = odd.get_with_neighbours(1)
+    panel = flat(draw(render.task_view(record, neighbours), width))
+    assert "[blue]eve" in panel.replace(" ", "") or width < 80
+    if width == 160:
+        assert "[red]not red[/red] and [/]" in panel and "[bold]x" in panel and '["[ui]"]' in panel
+
+
+def test_board_card_caps_a_very_long_subject(odd):
+    text = flat(draw(render.board_view(odd.listing()), 160))
+    assert "Refactor the very long subject" in text and "END" not in text and "…" in text
+
+
+def test_thousand_tasks_every_view(big):
+    listing = big.listing()
+    records = listing.records
+    live = [r for r in records if r["status"] != "deleted"]
+    assert len(records) == 1000
+    text = draw(render.list_view(big.select(listing), listing), 80)
+    assert [int(m) for m in re.findall(r"^\s*#(\d+)\s", text, re.M)] == [r["id"] for r in live]
+    assert expected_summary(records) in flat(text)
+    assert board_columns(draw(render.board_view(listing), 160)) == expected_columns(records)
+    assert board_columns(draw(render.board_view(listing), 40)) == expected_columns(records)
+    for width in (40, 160):
+        tree = draw(render.graph_view(live, graph.edges(live), listing.lookup), width)
+        assert fits(tree, width)
+        assert {int(m) for m in re.findall(r"[✔◐○⊘] #(\d+)", tree)} == {r["id"] for r in live}
+    unlocks = render.diagram.unlocks(records)
+    for task_id in (301, 326, 350, 999):
+        assert unlocks.get(task_id, 0) == expected_unlocks(records, task_id)
+
+
+# -- watch -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_watch_redraws_when_a_file_changes_and_stops_on_ctrl_c(sample, plain):
+    out = Console(file=io.StringIO(), width=160, record=True, force_terminal=not plain,
+                  color_system=None if plain else "truecolor", highlight=False, markup=False)
+    naps = []
+
+    def nap(seconds: float) -> None:  # stands in for time.sleep: acts instead of waiting
+        naps.append(seconds)
+        if len(naps) == 1:
+            sample.create("Appeared while watching")
+        elif len(naps) == 3:
+            raise KeyboardInterrupt
+
+    render.watch_board(sample, plain=plain, out=out, sleep=nap)  # returns: Ctrl-C ends it cleanly
+    text = out.export_text()
+    assert naps == [0.5, 0.5, 0.5]
+    assert "Appeared while watching" in text and "#13" in text
+    # drawn at the start and again after the change (Live adds a last refresh when it stops)
+    assert text.count("Blocked (5)") == (2 if plain else 3)
+    assert (ESCAPE in out.file.getvalue()) is not plain
+
+
+def test_board_signature_sees_content_changes(sample):
+    before = render.board_signature(sample.store.root)
+    assert before == render.board_signature(sample.store.root)
+    sample.update(8, subject="Docs for the new variables")
+    assert render.board_signature(sample.store.root) != before
+    assert render.board_signature(sample.store.root / "missing") == ()
