@@ -221,25 +221,27 @@ class Board:
             both = sorted(set(added) & set(removed))
             if both:
                 raise UsageError(f"--add-{flag} and --remove-{flag} both name {_ids(both)}; say one")
+        others = add_blocked_by + add_blocks + remove_blocked_by + remove_blocks
+        if status == "deleted" and others:
+            raise UsageError("--status deleted removes every edge of the task; leave out the edge flags")
+        check_owner(self.caller)
         outcome = Outcome()
         self._require_board([task_id])
         with self.store.writing():
             change = Change(self.store)
             # then missing tasks
             record = change.get(task_id)
-            others = add_blocked_by + add_blocks + remove_blocked_by + remove_blocks
             for other in others:
                 change.get(other)
             # then refusals
             wants_change = any(value is not None for value in (subject, description, status, owner, metadata)) or others
-            if record["status"] == "deleted" and wants_change and status != "deleted":
-                raise Refused(f"#{task_id} is deleted; a deleted task cannot change")
-            for other in add_blocked_by + add_blocks:
+            if record["status"] == "deleted" and wants_change:
+                raise Refused(f"#{task_id} is already deleted" if status == "deleted"
+                              else f"#{task_id} is deleted; a deleted task cannot change")
+            for other in others:
                 _refuse_deleted(change.get(other), "name it in an edge")
             if (status is not None and status != record["status"]) or (owner is not None and owner != record["owner"]):
                 self._guard(record, force)
-            if status == "deleted" and record["status"] == "deleted":
-                raise Refused(f"#{task_id} is already deleted")
             edited = change.edit(task_id)
             if subject is not None:
                 edited["subject"] = subject
@@ -247,10 +249,15 @@ class Board:
                 edited["description"] = description
             _apply_meta(edited, metadata)
             if status == "deleted":
+                if owner is not None:
+                    edited["owner"] = owner
                 return self._delete(change, edited, outcome)
-            # tasks an edge removal may free: the task itself, or the dependents let go
-            watched = ([task_id] if remove_blocked_by else []) + remove_blocks
-            was_ready = {tid: graph.is_ready(change.get(tid), change.lookup) for tid in watched}
+            # every task this change may set free, with whether it was ready before
+            watched = set(add_blocks) | set(remove_blocks) | ({task_id} if remove_blocked_by else set())
+            if status is not None:
+                watched |= set(record["blocks"])
+            was_ready = {tid: graph.is_ready(found, change.lookup)
+                         for tid in sorted(watched) if (found := change.find(tid)) is not None}
             for blocker in remove_blocked_by:
                 if not _unlink(change, blocker, task_id):
                     outcome.warnings.append(f"#{blocker} did not block #{task_id}")
@@ -262,12 +269,11 @@ class Board:
             for dependent in add_blocks:
                 _link(change, task_id, dependent)
             if status is not None:
-                outcome.unblocked += _set_status(change, edited, status, self.caller)
+                _set_status(change, edited, status, self.caller)
             if owner is not None:
                 edited["owner"] = owner
-            outcome.unblocked += [tid for tid in watched
-                                  if not was_ready[tid] and graph.is_ready(change.get(tid), change.lookup)]
-            outcome.unblocked = sorted(set(outcome.unblocked))
+            outcome.unblocked = [tid for tid, ready in was_ready.items()
+                                 if not ready and graph.is_ready(change.get(tid), change.lookup)]
             outcome.changed = bool(change.commit())
             outcome.record = edited
         return outcome
@@ -301,12 +307,14 @@ class Board:
         for candidate in self.store.task_ids():
             try:
                 record = change.get(candidate)
-            except Corrupt as exc:
-                outcome.warnings.append(f"skipped {exc.message}")
+                claimable = record["owner"] in ("", owner) and graph.is_ready(record, change.lookup)
+            except Corrupt as exc:  # its file or a blocker's: readiness unknown, so not taken; go on
+                if f"skipped {exc.message}" not in outcome.warnings:
+                    outcome.warnings.append(f"skipped {exc.message}")
                 continue
             except NotFound:
                 continue
-            if record["owner"] in ("", owner) and graph.is_ready(record, change.lookup):
+            if claimable:
                 return record
         raise NotFound(f"no ready task to claim for {owner}")
 
@@ -318,10 +326,11 @@ class Board:
             raise Refused(f"{ref} is held by {record['owner']}")
         if record["status"] == "completed":
             raise Refused(f"{ref} is already completed")
-        if record["status"] == "pending":
-            blockers = graph.open_blockers(record, change.lookup)
-            if blockers:
-                raise Refused(f"{ref} is blocked by {_ids(blockers)}")
+        if record["status"] == "in_progress" and record["owner"] == owner:
+            return  # already yours: claiming again succeeds
+        blockers = graph.open_blockers(record, change.lookup)
+        if blockers:
+            raise Refused(f"{ref} is blocked by {_ids(blockers)}")
 
     def _require_board(self, task_ids: Iterable[int]) -> None:
         """Naming a task on a board that does not exist yet is 'not found', and must not
@@ -349,9 +358,9 @@ class Board:
                 continue
             try:
                 other = change.get(other_id)
-            except Corrupt as exc:
-                outcome.warnings.append(f"could not check {exc.message}")
-                continue
+            except Corrupt as exc:  # it may name the task; deleting past it would leave a dangling edge
+                raise Corrupt(f"cannot delete #{task_id}: {exc.message} (repair it, or see tasks check)",
+                              exc.file, exc.rule) from None
             except NotFound:
                 continue
             if task_id in other["blocks"] or task_id in other["blockedBy"]:
@@ -371,6 +380,7 @@ class Board:
     def check(self, fix: bool = False) -> list[dict]:
         from .check import run_check
 
+        fix = fix and self.store.root.is_dir()  # nothing to repair on a board that does not exist
         lock = self.store.writing() if fix else self.store.reading()
         with lock:
             problems = run_check(self.store, Change(self.store) if fix else None)
@@ -425,19 +435,17 @@ def _apply_meta(record: Record, metadata: Optional[dict]) -> None:
     record["metadata"] = merged
 
 
-def _set_status(change: Change, record: Record, status: str, caller: str) -> list[int]:
-    """Move a live task to another live status under the rules of the contract;
-    the dependents that became ready."""
+def _set_status(change: Change, record: Record, status: str, caller: str) -> None:
+    """Move a live task to another live status under the rules of the contract."""
     old, task_id = record["status"], record["id"]
     if status == old:
-        return []
+        return
     if status in ("in_progress", "completed"):
         blockers = graph.open_blockers(record, change.lookup)
         if blockers:
             raise Refused(f"#{task_id} is blocked by {_ids(blockers)}")
     dependents = [change.find(dep) for dep in record["blocks"]]
     dependents = [dep for dep in dependents if dep is not None and dep["status"] != "deleted"]
-    unblocked = []
     if old == "completed":  # reopen: its finished dependents rested on it too
         for dep in dependents:
             edited = change.edit(dep["id"])
@@ -448,11 +456,8 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> lis
             if task_id in dep["blockedBy"]:
                 edited = change.edit(dep["id"])
                 edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
-                if graph.is_ready(edited, change.lookup):
-                    unblocked.append(dep["id"])
     if old == "in_progress" and status == "pending":
         record["owner"] = ""  # released; an --owner in the same update sets it again
     if status == "in_progress" and not record["owner"] and caller:
         record["owner"] = caller
     record["status"] = status
-    return unblocked

@@ -28,17 +28,17 @@ class App:
         self.caller_flag = caller
         self.json = False
         self._board = None
+        self.argv: list[str] = []
 
     @property
     def board(self):
         if self._board is None:
             from .board import Board
-            from .model import check_owner
             from .store import DEFAULT_TIMEOUT, Store, find_board
 
             timeout = self.timeout if self.timeout is not None else _env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
-            self._board = Board(Store(find_board(self.board_dir), timeout), check_owner(caller))
+            self._board = Board(Store(find_board(self.board_dir), timeout), caller)
         return self._board
 
     # -- speaking ----------------------------------------------------------------
@@ -143,6 +143,16 @@ def _set_json(ctx: click.Context, _param, value: bool) -> bool:
     return value
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    if "--json" in ctx.find_object(App).argv:
+        _write(sys.stdout, json.dumps({"version": __version__}) + "\n")
+    else:
+        _write(sys.stdout, f"tasks {__version__}\n")
+    ctx.exit(0)
+
+
 json_option = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
                            is_eager=True, help="Machine output: one JSON document on stdout, JSON Lines on stderr.")
 pass_app = click.make_pass_decorator(App)
@@ -173,7 +183,8 @@ def _meta(items) -> Optional[dict]:
 @click.option("--timeout", type=Seconds(), help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).")
 @click.option("--as", "caller", metavar="NAME", help="Who is calling (else TASKS_OWNER); protects tasks others hold.")
 @click.option("--json", "json_", is_flag=True, help="Machine output for every command.")
-@click.version_option(__version__, "--version", prog_name="tasks", message="%(prog)s %(version)s")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 @click.pass_context
 def cli(ctx: click.Context, board_dir, timeout, caller, json_):
     """A task board that lives in the repository: one JSON file per task in .tasks/,
@@ -324,6 +335,8 @@ def ready(app: App, owner):
 
 
 def _show_list(app: App, statuses, owner, ready, blocked, include_deleted) -> None:
+    if ready and blocked:  # a usage error comes before any wait for the board
+        raise UsageError("--ready and --blocked exclude each other; ask for one")
     listing = app.board.listing()
     chosen = app.board.select(listing, statuses, owner, ready, blocked, include_deleted)
     if app.json:
@@ -444,7 +457,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
     try:
-        result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=App(None, None, None))
+        app = App(None, None, None)
+        app.argv = args
+        result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=app)
         return result if isinstance(result, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code

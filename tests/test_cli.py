@@ -399,3 +399,60 @@ def test_bare_tasks_shows_help_without_an_error_line():
     result = tasks_process()
     assert result.returncode == 2
     assert b"Commands:" in result.stderr and b"error" not in result.stderr
+
+
+def test_version_as_json(run):
+    from taskboard import __version__
+    assert run.json("--version") == {"version": __version__}
+
+
+def test_claim_id_refuses_an_in_progress_task_with_an_open_blocker(run):
+    run("create", "X")
+    run("create", "Y", "--blocked-by", "1")
+    run("update", "1", "--status", "completed")
+    run("update", "2", "--status", "in_progress")
+    run("update", "1", "--status", "pending")  # reopen: #2 is blocked again while in progress
+    assert "#2 is blocked by #1" in run("claim", "2", "--owner", "bob", expect=4).stderr
+
+
+def test_delete_refuses_when_a_file_it_must_inspect_is_damaged(run, board_dir):
+    run("create", "A")
+    run("create", "B", "--blocked-by", "1")
+    (board_dir / "task_1.json").write_text("{ torn")
+    before = (board_dir / "task_2.json").read_bytes()
+    result = run("delete", "2", "--json", expect=6)
+    assert "task_1.json" in jsonl(result.stderr)[-1]["error"]["message"]
+    assert (board_dir / "task_2.json").read_bytes() == before
+
+
+def test_delete_with_edge_flags_is_a_usage_error_and_owner_applies(run):
+    run("create", "A")
+    run("create", "B")
+    run("update", "2", "--status", "deleted", "--add-blocked-by", "1", expect=2)
+    assert run.json("update", "2", "--status", "deleted", "--owner", "bob")["owner"] == "bob"
+
+
+def test_removing_an_edge_to_a_deleted_task_is_refused(run):
+    run("create", "A")
+    run("create", "B")
+    run("delete", "1")
+    assert "#1 is deleted" in run("update", "2", "--remove-blocked-by", "1", expect=4).stderr
+
+
+def test_unblocked_lists_only_tasks_that_were_blocked_before(run):
+    run("create", "A")
+    run("create", "B")
+    result = run("update", "1", "--status", "completed", "--add-blocks", "2", "--json")
+    assert result.stderr == ""
+    assert run.record(1)["blocks"] == [2] and run.record(2)["blockedBy"] == []
+
+
+def test_check_fix_on_a_missing_board_creates_nothing(run, board_dir):
+    assert run.json("check", "--fix") == {"ok": True, "problems": []}
+    assert not board_dir.exists()
+
+
+def test_a_malformed_owner_variable_does_not_break_reads(run):
+    run("create", "A")
+    assert len(run.json("list", env={"TASKS_OWNER": " bad"})) == 1
+    run("update", "1", "--status", "in_progress", env={"TASKS_OWNER": " bad"}, expect=2)
