@@ -30,7 +30,8 @@ INTENT_NAME = "intent.json"
 DEFAULT_TIMEOUT = 10.0
 GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n"
 GITATTRIBUTES = "task_*.json text eol=lf\n"
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 16  # task files are small; a 1 MiB buffer per read cost more than the read
 
