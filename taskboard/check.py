@@ -34,7 +34,7 @@ def run_check(store: Store, change=None) -> list[dict]:
     for task_id, record in sorted(records.items()):
         name = file_name(task_id)
         missing = [key for key in EXTENSION_KEYS if key not in record]
-        if missing:
+        if missing and change is not None:  # cosmetic: a plain s12 record is sound, --fix completes it
             problems.append(_problem(name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", True))
             fixed_copy(task_id)
     # a task whose file is damaged is not missing: edges to it stay (its file is reported)
@@ -46,7 +46,8 @@ def run_check(store: Store, change=None) -> list[dict]:
     for cycle in graph.find_cycles(successors):
         problems.append(_problem(file_name(cycle[0]), cycle[0], "cycle",
                                  f"the edges form the cycle {graph.format_cycle(cycle)}; remove one of them by hand"))
-    _check_format(store, records, fixes, problems, fixed_copy)
+    if change is not None:  # layout is cosmetic: reported only where --fix rewrites it
+        _check_format(store, records, fixes, problems, fixed_copy)
     if change is not None and fixes:
         for task_id, copy in fixes.items():
             change.records[task_id] = copy
