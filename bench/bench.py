@@ -127,26 +127,35 @@ class Bench:
         self.baselines.append(seconds)
         return seconds
 
-    def measure(self, name: str, board: Path, args_of, runs: int | None = None, setup=None) -> dict:
+    def measure(self, name: str, board: Path, args_of, runs: int | None = None) -> dict:
         """Median of `runs` runs of `tasks ARGS`, each paired with a bare start-up."""
-        env = environment(board)
-        times, bares, peaks = [], [], []
+        return self.measure_together([(name, board, args_of)], runs)[0]
+
+    def measure_together(self, cases: list, runs: int | None = None) -> list[dict]:
+        """Like `measure` for several (name, board, args_of) cases whose runs alternate
+        round by round, so that a growth ratio compares runs made under the same load."""
+        samples = [{"times": [], "peaks": []} for _ in cases]
+        bares = []
         for attempt in range(runs or self.runs):
-            if setup:
-                setup(attempt)
             bares.append(self.bare())
-            seconds, code, peak = spawn([TASKS, *args_of(attempt)], env)
-            if code != 0:
-                raise SystemExit(f"{name}: `tasks {' '.join(args_of(attempt))}` exited {code}")
-            times.append(seconds)
-            peaks.append(peak)
-        row = {"name": name, "median": statistics.median(times), "bare": statistics.median(bares),
-               "peak": max(peaks), "runs": len(times)}
-        row["ratio"] = row["median"] / row["bare"]
-        self.rows.append(row)
-        print(f"  {name:<36} {row['median'] * 1000:8.1f} ms  {row['ratio']:5.2f}×  "
-              f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']})", flush=True)
-        return row
+            pairs = list(zip(cases, samples))
+            # the order flips every round: a fsync may wait for whatever the machine wrote before it
+            for (name, board, args_of), sample in (pairs if attempt % 2 == 0 else pairs[::-1]):
+                seconds, code, peak = spawn([TASKS, *args_of(attempt)], environment(board))
+                if code != 0:
+                    raise SystemExit(f"{name}: `tasks {' '.join(args_of(attempt))}` exited {code}")
+                sample["times"].append(seconds)
+                sample["peaks"].append(peak)
+        rows = []
+        for (name, _, _), sample in zip(cases, samples):
+            row = {"name": name, "median": statistics.median(sample["times"]), "bare": statistics.median(bares),
+                   "peak": max(sample["peaks"]), "runs": len(sample["times"])}
+            row["ratio"] = row["median"] / row["bare"]
+            self.rows.append(row)
+            rows.append(row)
+            print(f"  {name:<36} {row['median'] * 1000:8.1f} ms  {row['ratio']:5.2f}×  "
+                  f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']})", flush=True)
+        return rows
 
 
 def fixed(*args: str):
@@ -154,24 +163,41 @@ def fixed(*args: str):
 
 
 def taskwarrior(root: Path, runs: int) -> list[tuple[str, float, float]]:
-    """The same small operations through Taskwarrior, when it is installed."""
+    """The same operations through Taskwarrior, when it is installed: boards of 1 000 and
+    10 000 pending tasks (imported in one process each) with a hub of HUB_DEPENDENTS."""
     task = shutil.which("task")
     if not task:
         return []
-    data = root / "taskwarrior"
-    data.mkdir()
-    rc = root / "taskrc"
-    rc.write_text(f"data.location={data}\nconfirmation=off\nverbose=nothing\nhooks=off\n")
-    env = {**os.environ, "TASKRC": str(rc), "TASKDATA": str(data)}
-    spawn([task, "add", "first"], env)
     results = []
-    for name, args in (("task add (small)", ["add", "bench task"]), ("task 1 export", ["1", "export"]),
-                       ("task export", ["export"])):
-        times, bares = [], []
-        for _ in range(runs):
-            bares.append(spawn([PYTHON, "-c", "pass"], dict(os.environ))[0])
-            times.append(spawn([task, *args], env)[0])
-        results.append((name, statistics.median(times), statistics.median(bares)))
+    for size in (1000, 10000):
+        data = root / f"taskwarrior{size}"
+        data.mkdir()
+        rc = root / f"taskrc{size}"
+        rc.write_text(f"data.location={data}\nconfirmation=off\nverbose=nothing\nhooks=off\ngc=off\n")
+        env = {**os.environ, "TASKRC": str(rc), "TASKDATA": str(data)}
+        hub = size // 2
+        tasks = [{"uuid": f"00000000-0000-4000-8000-{i:012x}", "description": f"Task {i}", "status": "pending",
+                  "entry": "20261129T180311Z"} for i in range(1, size + 1)]
+        for dependent in tasks[hub:hub + HUB_DEPENDENTS]:
+            dependent["depends"] = [tasks[hub - 1]["uuid"]]
+        (root / f"tw{size}.json").write_text(json.dumps(tasks))
+        spawn([task, "import", str(root / f"tw{size}.json")], env)
+        hub_uuid = tasks[hub - 1]["uuid"]
+        label = "1k" if size == 1000 else "10k"
+        operations = [(f"add ({label})", lambda attempt: ["add", "bench task"])]
+        if size == 10000:
+            operations += [("get: ID export (10k)", lambda attempt: [str(hub), "export"]),
+                           ("list: export (10k)", lambda attempt: ["export"]),
+                           ("ready: +READY export (10k)", lambda attempt: ["+READY", "export"])]
+        operations.append((f"done/reopen hub of 100 ({label})", lambda attempt: (
+            [hub_uuid, "done"] if attempt % 2 == 0 else [hub_uuid, "modify", "status:pending"])))
+        for name, args_of in operations:
+            times, bares = [], []
+            for attempt in range(runs):
+                bares.append(spawn([PYTHON, "-c", "pass"], dict(os.environ))[0])
+                times.append(spawn([task, *args_of(attempt)], env)[0])
+            results.append((name, statistics.median(times), statistics.median(bares)))
+            print(f"  Taskwarrior {name:<28} {results[-1][1] * 1000:8.1f} ms", flush=True)
     return results
 
 
@@ -221,8 +247,9 @@ def main() -> int:
         r = {}
         r["get"] = bench.measure("get --json (10k)", big, fixed("get", "5000", "--json"))
         r["create_small"] = bench.measure("create --json (small board)", small, fixed("create", "bench", "--json"))
-        r["create_1k"] = bench.measure("create --json (1k)", mid, fixed("create", "bench", "--json"))
-        r["create_10k"] = bench.measure("create --json (10k)", big, fixed("create", "bench", "--json"))
+        r["create_1k"], r["create_10k"] = bench.measure_together([
+            ("create --json (1k)", mid, fixed("create", "bench", "--json")),
+            ("create --json (10k)", big, fixed("create", "bench", "--json"))])
         r["list"] = bench.measure("list --json (10k)", big, fixed("list", "--json"), runs=slow_runs)
         r["ready"] = bench.measure("ready --json (10k)", big, fixed("ready", "--json"), runs=slow_runs)
 
@@ -231,11 +258,12 @@ def main() -> int:
             return lambda attempt: ["update", str(hub), "--status", "completed" if attempt % 2 == 0 else "pending",
                                     "--json"]
 
-        hub_runs = max(4, slow_runs + slow_runs % 2)
-        r["hub_1k"] = bench.measure("complete/reopen hub of 100 (1k)", mid, hub_args(hub_mid), runs=hub_runs)
-        r["hub_10k"] = bench.measure("complete/reopen hub of 100 (10k)", big, hub_args(hub_big), runs=hub_runs)
+        hub_runs = max(4, runs - runs % 2 - 4)  # even: as many completions as reopenings
+        r["hub_1k"], r["hub_10k"] = bench.measure_together([
+            ("complete/reopen hub of 100 (1k)", mid, hub_args(hub_mid)),
+            ("complete/reopen hub of 100 (10k)", big, hub_args(hub_big))], runs=hub_runs)
 
-        tw = taskwarrior(root, runs)
+        tw = taskwarrior(root, 6)
         bare = statistics.median(bench.baselines)
         peak_mb = r["list"]["peak"] / 1e6
         checks = [
