@@ -516,7 +516,10 @@ class GraphView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         max_depth = max(1, (options.max_width - 24) // 4)
         down, up = diagram.adjacency(self.edges)
-        if self.focus is not None and self.focus in self.by_id:
+        if self.focus is not None and self.focus not in self.by_id:
+            yield Text(f"#{self.focus} is deleted: it has no edges left (`tasks graph --all` lists it)", style="dim")
+            return
+        if self.focus is not None:
             tree = Tree(self.label(self.focus), guide_style="dim")
             for title, follow in (("waits on", up), ("unlocks", down)):
                 branch = tree.add(Text(title, style="bold"))
