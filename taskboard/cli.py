@@ -362,7 +362,7 @@ def board(app: App, svg, watch):
         return
     from . import render
     if watch:
-        render.watch_board(app.board)
+        render.watch_board(app.board, plain=app.plain())
         return
     listing = app.board.listing()
     render.show_board(listing, plain=app.plain(), svg=svg)
@@ -393,6 +393,10 @@ def graph(app: App, task_id, fmt, include_deleted, svg):
     edges = graphs.edges(records)
     if app.json:
         app.data({"nodes": records, "edges": [list(edge) for edge in edges]})
+    elif fmt in ("dot", "mermaid") and not svg:  # text for other tools: no rich needed
+        from . import diagram
+        to_text = diagram.to_dot if fmt == "dot" else diagram.to_mermaid
+        _write(sys.stdout, to_text(records, edges, listing.lookup))
     else:
         from . import render
         render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)

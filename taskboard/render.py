@@ -30,6 +30,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from . import diagram
+from .errors import UsageError
 from .diagram import STATE_LABELS, state
 from .graph import open_blockers
 from .model import MARKERS, Record
@@ -98,7 +99,10 @@ def _write_svg(renderable: RenderableType, path: str, title: str) -> None:
     picture = Console(file=io.StringIO(), record=True, width=width, force_terminal=True,
                       color_system="truecolor", highlight=False, emoji=False, markup=False)
     picture.print(renderable)
-    picture.save_svg(path, title=title)
+    try:
+        picture.save_svg(path, title=title)
+    except OSError as exc:
+        raise UsageError(f"cannot write the SVG to {path}: {exc.strerror}") from None
 
 
 def _stdout_is_terminal() -> bool:
