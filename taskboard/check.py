@@ -9,6 +9,7 @@ import re
 from typing import Optional
 
 from . import graph
+from .errors import UsageError
 from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of
 from .store import LOCK_NAME, SCRATCH_NAME, Store, read_bytes
 
@@ -66,6 +67,8 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
         names = sorted(os.listdir(store.root))
     except FileNotFoundError:
         return records
+    except NotADirectoryError:  # the board path is, or lies under, a file: as for every command
+        raise UsageError(f"the board path {store.root} is not a folder") from None
     for name in names:
         task_id = id_from_file_name(name)
         if task_id is None:
