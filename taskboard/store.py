@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import Busy, Corrupt, NotFound, UsageError
-from .model import Record, decode, file_name, id_from_file_name
+from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names
 
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
@@ -106,7 +106,7 @@ class Store:
             return []
         except NotADirectoryError:
             raise UsageError(f"the board path {self.root} is not a folder") from None
-        return sorted(task_id for task_id in map(id_from_file_name, names) if task_id is not None)
+        return sorted(ids_from_file_names(names))
 
     def read(self, task_id: int) -> Record:
         name = file_name(task_id)
@@ -164,13 +164,12 @@ class Store:
                 return
             raise self._bad_lock(exc) from None
         try:
-            while True:
-                self._flock_shared(fd)
-                if not self.scratch_names():
-                    break
+            self._flock_shared(fd)
+            if self.scratch_names():  # a killed writer's leftovers: finish them first
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 with self.writing():
                     pass  # taking the write lock recovers
+                self._flock_shared(fd)  # once: what recovery could not remove is not a change
             yield
         finally:
             os.close(fd)

@@ -222,3 +222,13 @@ def test_get_reads_one_file(tmp_path, board_dir, large_board):
     assert result["exit"] == 0
     assert read_ids(result, board_dir) == {1500}
     assert written_ids(result, board_dir) == set()
+
+
+def test_ids_from_many_names_agree_with_one_name_at_a_time():
+    from taskboard.model import id_from_file_name, ids_from_file_names
+
+    odd = ["task_0.json", "task_01.json", "task_١.json", "task_7.json\r", ".task_3.json", "task_3.json.tmp",
+           "task_.json", "TASK_4.json", "task_12.json", "task_99999999999999999999.json", ".lock", ".scratch"]
+    for names in ([], ["task_1.json"], odd, odd + ["x\ntask_5.json"], odd + ["task_9.json\n"], ["\n"]):
+        assert sorted(ids_from_file_names(names)) == sorted(
+            task_id for task_id in map(id_from_file_name, names) if task_id is not None), names
