@@ -254,8 +254,8 @@ class Board:
                 return self._delete(change, edited, outcome)
             # every task this change may set free, with whether it was ready before
             watched = set(add_blocks) | set(remove_blocks) | ({task_id} if remove_blocked_by else set())
-            if status is not None:
-                watched |= set(record["blocks"])
+            if status == "completed" and record["status"] != "completed":
+                watched |= set(record["blocks"])  # only a completion can free dependents
             was_ready = {tid: graph.is_ready(found, change.lookup)
                          for tid in sorted(watched) if (found := change.find(tid)) is not None}
             for blocker in remove_blocked_by:

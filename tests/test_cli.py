@@ -456,3 +456,11 @@ def test_a_malformed_owner_variable_does_not_break_reads(run):
     run("create", "A")
     assert len(run.json("list", env={"TASKS_OWNER": " bad"})) == 1
     run("update", "1", "--status", "in_progress", env={"TASKS_OWNER": " bad"}, expect=2)
+
+
+def test_starting_a_task_does_not_need_its_dependents(run, board_dir):
+    run("create", "A")
+    run("create", "B", "--blocked-by", "1")
+    (board_dir / "task_2.json").write_text("{ torn")
+    assert run.json("update", "1", "--status", "in_progress")["status"] == "in_progress"
+    run("update", "1", "--status", "completed", expect=6)  # completion must edit #2
