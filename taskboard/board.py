@@ -444,8 +444,9 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> Non
         blockers = graph.open_blockers(record, change.lookup)
         if blockers:
             raise Refused(f"#{task_id} is blocked by {_ids(blockers)}")
-    dependents = [change.find(dep) for dep in record["blocks"]]
-    dependents = [dep for dep in dependents if dep is not None and dep["status"] != "deleted"]
+    dependents = []
+    if "completed" in (old, status):  # only completing and reopening touch the dependents
+        dependents = [dep for dep in map(change.find, record["blocks"]) if dep is not None and dep["status"] != "deleted"]
     if old == "completed":  # reopen: its finished dependents rested on it too
         for dep in dependents:
             edited = change.edit(dep["id"])
