@@ -244,6 +244,12 @@ def main() -> int:
         compileall.compile_dir(str(Path(taskboard.__file__).parent), quiet=1)
         print(f"byte-compiled {Path(taskboard.__file__).parent}"
               f"{' (PYTHONDONTWRITEBYTECODE is set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else ''}")
+        for size, (folder, hub) in boards.items():  # the command must see the board as built
+            import subprocess
+            shown = subprocess.run([TASKS, "list", "--json"], env=environment(folder), capture_output=True, check=True)
+            live = sum(1 for path in folder.glob("task_*.json") if json.loads(path.read_bytes())["status"] != "deleted")
+            if len(json.loads(shown.stdout)) != live:
+                raise SystemExit(f"list --json on the {size} board shows {len(json.loads(shown.stdout))} tasks, not {live}")
         for _ in range(3):  # warm the page cache
             bench.bare()
             spawn([TASKS, "get", "1", "--json"], environment(small))
