@@ -7,7 +7,9 @@ journaled write. Every refusal is raised before anything is written.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError

@@ -7,93 +7,15 @@ and stderr is JSON Lines whose last line is the error, if any.
 from __future__ import annotations
 
 import json
-import math
-import os
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 import click
 
 from . import __version__
-from .errors import TaskError, UsageError
+from .app import App, check_timeout, damage, fail, show_list, show_task, write
+from .errors import UsageError
 from .model import MAX_DESCRIPTION, STATUSES, parse_id, parse_meta
-
-
-class App:
-    """What every command shares: the board, who is calling, how to speak."""
-
-    def __init__(self, board_dir: Optional[str], timeout: Optional[float], caller: Optional[str]):
-        self.board_dir = board_dir
-        self.timeout = timeout
-        self.caller_flag = caller
-        self.json = False
-        self._board = None
-        self.argv: list[str] = []
-
-    @property
-    def board(self):
-        if self._board is None:
-            from .board import Board
-            from .store import DEFAULT_TIMEOUT, Store, find_board
-
-            timeout = self.timeout if self.timeout is not None else _env_timeout(DEFAULT_TIMEOUT)
-            caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
-            self._board = Board(Store(find_board(self.board_dir), timeout), caller)
-        return self._board
-
-    # -- speaking ----------------------------------------------------------------
-
-    def data(self, document: Any) -> None:
-        """The one JSON document of a --json command."""
-        _write(sys.stdout, json.dumps(document, ensure_ascii=False) + "\n")
-
-    def event(self, key: str, value: Any, human: str) -> None:
-        if self.json:
-            _write(sys.stderr, json.dumps({key: value}, ensure_ascii=False) + "\n")
-        else:
-            _write(sys.stderr, human + "\n")
-
-    def warn(self, message: str) -> None:
-        self.event("warning", message, f"warning: {message}")
-
-    def report(self, outcome) -> None:
-        """The side effects worth hearing about: recovery, warnings, tasks set free."""
-        for note in self.board.store.recovered:
-            self.warn(note)
-        self.board.store.recovered.clear()
-        for message in outcome.warnings:
-            self.warn(message)
-        if outcome.unblocked:
-            self.event("unblocked", outcome.unblocked, "unblocked " + ", ".join(f"#{i}" for i in outcome.unblocked))
-
-    def plain(self) -> bool:
-        return _plain()
-
-
-def _plain() -> bool:
-    """Plain text when piped, under NO_COLOR, or on a dumb terminal."""
-    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
-
-
-def _write(stream, text: str) -> None:
-    stream.buffer.write(text.encode("utf-8")) if hasattr(stream, "buffer") else stream.write(text)
-    stream.flush()
-
-
-def _env_timeout(default: float) -> float:
-    raw = os.environ.get("TASKS_LOCK_TIMEOUT")
-    if raw is None or raw == "":
-        return default
-    try:
-        return _check_timeout(float(raw))
-    except ValueError:
-        raise UsageError(f"TASKS_LOCK_TIMEOUT={raw!r} is not a number of seconds") from None
-
-
-def _check_timeout(value: float) -> float:
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"the lock timeout must be a finite number of seconds ≥ 0, not {value}")
-    return value
 
 
 # -- parameter types ----------------------------------------------------------------
@@ -128,7 +50,7 @@ class Seconds(click.ParamType):
 
     def convert(self, value, param, ctx):
         try:
-            return _check_timeout(float(value))
+            return check_timeout(float(value))
         except (ValueError, UsageError):
             self.fail(f"{value!r} is not a finite number of seconds ≥ 0", param, ctx)
 
@@ -147,9 +69,9 @@ def _print_version(ctx: click.Context, _param, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
     if "--json" in ctx.find_object(App).argv:
-        _write(sys.stdout, json.dumps({"version": __version__}) + "\n")
+        write(sys.stdout, json.dumps({"version": __version__}) + "\n")
     else:
-        _write(sys.stdout, f"tasks {__version__}\n")
+        write(sys.stdout, f"tasks {__version__}\n")
     ctx.exit(0)
 
 
@@ -212,7 +134,7 @@ def init(app: App):
     if app.json:
         app.data({"board": root, "created": created})
     else:
-        _write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
+        write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
 
 
 @cli.command()
@@ -240,14 +162,7 @@ def create(app: App, subject, description, blocked_by, blocks, owner, meta):
 @pass_app
 def get(app: App, task_id):
     """Show one task."""
-    if app.json:
-        app.data(app.board.get(task_id))
-    else:
-        record, neighbours = app.board.get_with_neighbours(task_id)
-        from . import render
-        render.show_task(record, neighbours, plain=app.plain())
-    for note in app.board.store.recovered:  # an interrupted change it finished is news, as for every command
-        app.warn(note)
+    show_task(app, task_id)
 
 
 @cli.command()
@@ -322,7 +237,7 @@ def _list_options(command):
 @pass_app
 def list_(app: App, statuses, owner, ready, blocked, include_deleted):
     """Tasks in ascending id order."""
-    _show_list(app, statuses, owner, ready, blocked, include_deleted)
+    show_list(app, statuses, owner, ready, blocked, include_deleted)
 
 
 @cli.command()
@@ -331,20 +246,7 @@ def list_(app: App, statuses, owner, ready, blocked, include_deleted):
 @pass_app
 def ready(app: App, owner):
     """Tasks that can start now (same as list --ready)."""
-    _show_list(app, (), owner, True, False, False)
-
-
-def _show_list(app: App, statuses, owner, ready, blocked, include_deleted) -> None:
-    if ready and blocked:  # a usage error comes before any wait for the board
-        raise UsageError("--ready and --blocked exclude each other; ask for one")
-    listing = app.board.listing()
-    chosen = app.board.select(listing, statuses, owner, ready, blocked, include_deleted)
-    if app.json:
-        app.data(chosen)
-    else:
-        from . import render
-        render.show_list(chosen, listing, plain=app.plain())
-    _damage(app, listing)
+    show_list(app, (), owner, True, False, False)
 
 
 @cli.command()
@@ -358,7 +260,7 @@ def board(app: App, svg, watch):
         listing = app.board.listing()
         columns = {status: [r for r in listing.records if r["status"] == status] for status in STATUSES[:3]}
         app.data(columns)
-        _damage(app, listing)
+        damage(app, listing)
         return
     from . import render
     if watch:
@@ -366,7 +268,7 @@ def board(app: App, svg, watch):
         return
     listing = app.board.listing()
     render.show_board(listing, plain=app.plain(), svg=svg)
-    _damage(app, listing)
+    damage(app, listing)
 
 
 @cli.command()
@@ -396,11 +298,11 @@ def graph(app: App, task_id, fmt, include_deleted, svg):
     elif fmt in ("dot", "mermaid") and not svg:  # text for other tools: no rich needed
         from . import diagram
         to_text = diagram.to_dot if fmt == "dot" else diagram.to_mermaid
-        _write(sys.stdout, to_text(records, edges, listing.lookup))
+        write(sys.stdout, to_text(records, edges, listing.lookup))
     else:
         from . import render
         render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)
-    _damage(app, listing)
+    damage(app, listing)
 
 
 def _neighbourhood(records, task_id, graphs):
@@ -439,72 +341,29 @@ def _show_record(app: App, outcome) -> None:
     else:
         from .model import MARKERS
         record = outcome.record
-        _write(sys.stdout, f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}\n")
+        write(sys.stdout, f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}\n")
     app.report(outcome)
 
 
-def _damage(app: App, listing) -> None:
-    """Name each damaged file on stderr; the command still showed the rest, then exits 6."""
-    for note in app.board.store.recovered:
-        app.warn(note)
-    if listing.damaged:
-        for exc in listing.damaged[:-1]:
-            app.warn(exc.message)
-        last = listing.damaged[-1]
-        raise type(last)(last.message + (f" (and {len(listing.damaged) - 1} more damaged file(s) above)" if len(listing.damaged) > 1 else ""), last.file, last.rule)
+# -- running click --------------------------------------------------------------------
 
 
-# -- entry point ----------------------------------------------------------------------
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+def run(args: list[str], app: App) -> int:
+    """Parse with click and run the command; click's own failures become exit codes,
+    the board's (TaskError) propagate to the caller, which reports them."""
     json_mode = "--json" in args
     try:
-        app = App(None, None, None)
-        app.argv = args
         result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=app)
         return result if isinstance(result, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.exceptions.NoArgsIsHelpError as exc:  # bare `tasks`: the help, no error line
-        _write(sys.stderr, exc.format_message() + "\n")
+        write(sys.stderr, exc.format_message() + "\n")
         return 2
     except click.UsageError as exc:
         hint = f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help." if exc.ctx and not json_mode else ""
-        return _fail(json_mode, "usage", exc.format_message(), 2, hint)
+        return fail(json_mode, "usage", exc.format_message(), 2, hint)
     except click.ClickException as exc:
-        return _fail(json_mode, "usage", exc.format_message(), 2)
+        return fail(json_mode, "usage", exc.format_message(), 2)
     except click.Abort:
-        return _fail(json_mode, "internal", "interrupted", 130)
-    except TaskError as exc:
-        return _fail(json_mode, exc.code, exc.message, exc.exit_code)
-    except BrokenPipeError:
-        _silence_stdout()
-        return 0
-    except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # a bug: say so plainly, trace only on request
-        if os.environ.get("TASKS_DEBUG"):
-            raise
-        return _fail(json_mode, "internal", f"internal error: {type(exc).__name__}: {exc} (set TASKS_DEBUG=1 for a trace)", 1)
-
-
-def _fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:
-    try:
-        if json_mode:
-            line = json.dumps({"error": {"code": code, "message": message, "exit": exit_code}}, ensure_ascii=False)
-            _write(sys.stderr, line + "\n")
-        else:
-            _write(sys.stderr, f"tasks: error: {message}{hint}\n")
-    except BrokenPipeError:
-        pass
-    return exit_code
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
+        return fail(json_mode, "internal", "interrupted", 130)

@@ -6,11 +6,14 @@ returns a record or None, so the same rules serve one task or ten thousand.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterable, Optional
 
 from .model import OPEN, Record
 
-Lookup = Callable[[int], Optional[Record]]
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, Optional
+
+    Lookup = Callable[[int], Optional[Record]]
 
 
 def open_blockers(record: Record, lookup: Lookup) -> list[int]:

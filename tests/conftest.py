@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from taskboard.cli import main
+from taskboard.app import main
 
 TASKS = [sys.executable, "-m", "taskboard"]
 
@@ -35,7 +35,7 @@ class Run:
         self.board_dir = board_dir
 
     def __call__(self, *args: str, input: str | bytes | None = None, env: dict | None = None, expect: int | None = 0):
-        from taskboard.cli import cli
+
 
         runner = CliRunner()
         argv = ["--dir", str(self.board_dir), *args]

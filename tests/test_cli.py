@@ -464,3 +464,20 @@ def test_starting_a_task_does_not_need_its_dependents(run, board_dir):
     (board_dir / "task_2.json").write_text("{ torn")
     assert run.json("update", "1", "--status", "in_progress")["status"] == "in_progress"
     run("update", "1", "--status", "completed", expect=6)  # completion must edit #2
+
+
+@pytest.mark.parametrize("args", [
+    ("get", "2"), ("get", "#2"), ("get", "9"), ("get", "3"), ("get", "x"), ("get", "2", "3"), ("get",),
+    ("list",), ("ready",), ("list", "--all"), ("ready", "extra"),
+])
+def test_fast_reads_answer_exactly_as_click_does(run, board_dir, monkeypatch, args):
+    """get/list/ready --json skip click; the answer must not depend on the path taken."""
+    import taskboard.app
+
+    run("create", "A")
+    run("create", "B [red]", "--blocked-by", "1")
+    (board_dir / "task_3.json").write_text("{ torn")
+    fast = run(*args, "--json", expect=None)
+    monkeypatch.setattr(taskboard.app, "fast_command", lambda *_: None)
+    slow = run(*args, "--json", expect=None)
+    assert (fast.exit_code, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)

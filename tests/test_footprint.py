@@ -20,7 +20,7 @@ from taskboard.model import encode
 STAMP = "2026-11-29T18:03:11Z"
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json")
 
-# Runs `taskboard.cli.main(argv)` and writes a report to the file named by argv[0].
+# Runs `taskboard.app.main(argv)` and writes a report to the file named by argv[0].
 WRAPPER = r"""
 import json, os, sys
 
@@ -39,7 +39,7 @@ def hook(event, args):
         replaced.append(os.fsdecode(args[1]))
 
 sys.addaudithook(hook)
-from taskboard.cli import main
+from taskboard.app import main
 code = main(argv)
 recording[0] = False
 with open(report_path, "w") as out:
@@ -125,6 +125,18 @@ def test_human_reads_never_import_filelock(tmp_path, small_board, args):
     result = footprint(tmp_path, small_board, *args)
     assert result["exit"] == 0
     assert "filelock" not in result["modules"]
+
+
+@pytest.mark.parametrize("args", [("get", "2", "--json"), ("list", "--json"), ("--json", "ready")], ids=" ".join)
+def test_the_hottest_reads_never_import_click(tmp_path, small_board, args):
+    result = footprint(tmp_path, small_board, *args)
+    assert result["exit"] == 0 and json.loads(result["stdout"])
+    assert "click" not in result["modules"], args
+
+
+@pytest.mark.parametrize("args", [("get", "2"), ("list", "--ready", "--json"), ("get", "x", "--json")], ids=" ".join)
+def test_anything_else_goes_through_click(tmp_path, small_board, args):
+    assert "click" in footprint(tmp_path, small_board, *args)["modules"]
 
 
 def test_the_probe_sees_a_lazy_import(tmp_path, small_board):
