@@ -13,7 +13,7 @@ from typing import Optional
 import click
 
 from . import __version__
-from .app import App, check_timeout, damage, fail, show_list, show_task, write
+from .app import App, check_timeout, damage, fail, show_list, show_record, show_task, write
 from .errors import UsageError
 from .model import MAX_DESCRIPTION, STATUSES, parse_id, parse_meta
 
@@ -153,7 +153,7 @@ def create(app: App, subject, description, blocked_by, blocks, owner, meta):
       tasks create "Write parser" --blocked-by 3 --meta priority=1
     """
     outcome = app.board.create(subject, _description(description), blocked_by, blocks, owner, _meta(meta))
-    _show_record(app, outcome)
+    show_record(app, outcome)
 
 
 @cli.command()
@@ -191,7 +191,7 @@ def update(app: App, task_id, subject, description, status, owner, add_blocked_b
                                owner=owner, add_blocked_by=add_blocked_by, add_blocks=add_blocks,
                                remove_blocked_by=remove_blocked_by, remove_blocks=remove_blocks,
                                metadata=_meta(meta), force=force)
-    _show_record(app, outcome)
+    show_record(app, outcome)
 
 
 @cli.command()
@@ -201,7 +201,7 @@ def update(app: App, task_id, subject, description, status, owner, add_blocked_b
 @pass_app
 def delete(app: App, task_id, force):
     """Delete a task (logically: the file stays, its edges go)."""
-    _show_record(app, app.board.delete(task_id, force=force))
+    show_record(app, app.board.delete(task_id, force=force))
 
 
 @cli.command()
@@ -216,7 +216,7 @@ def claim(app: App, task_id, owner):
     4 when the task is blocked, finished or held by someone else.
     """
     board = app.board
-    _show_record(app, board.claim(task_id, owner if owner is not None else board.caller))
+    show_record(app, board.claim(task_id, owner if owner is not None else board.caller))
 
 
 def _list_options(command):
@@ -333,16 +333,6 @@ def check(app: App, fix):
         render.show_check(problems, ok, plain=app.plain())
     if not ok:
         raise click.exceptions.Exit(6)
-
-
-def _show_record(app: App, outcome) -> None:
-    if app.json:
-        app.data(outcome.record)
-    else:
-        from .model import MARKERS
-        record = outcome.record
-        write(sys.stdout, f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}\n")
-    app.report(outcome)
 
 
 # -- running click --------------------------------------------------------------------

@@ -35,7 +35,7 @@ MAX_META_DEPTH = 100  # well below the JSON parser's recursion limit, so every r
 
 _FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
 _UID = re.compile(r"[0-9a-f]{12}")
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 # C0 controls and DEL; newlines and tabs are allowed in descriptions only.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -216,11 +216,45 @@ def decode(data: bytes, name: str) -> Record:
         record = parse_json(data)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise Corrupt(f"{name}: not valid JSON ({_short(exc)})", name, "json") from None
+    if _plainly_sound(record, name):
+        return record
     problems = problems_of(record, name)
     if problems:
         rule, message = problems[0]
         raise Corrupt(f"{name}: {message}", name, rule)
     return record
+
+
+_STATUS_SET = frozenset(STATUSES)
+_HEX = frozenset("0123456789abcdef")
+
+
+def _plainly_sound(record: Any, name: str) -> bool:
+    """The common case of problems_of(...) == [], decided in a few µs: reading 10 000
+    records spends most of its Python time here. False means "look closer", not "bad"."""
+    if type(record) is not dict:
+        return False
+    get = record.get
+    task_id, status = get("id"), get("status")
+    if type(task_id) is not int or task_id <= 0 or type(status) is not str or status not in _STATUS_SET \
+            or name != f"task_{task_id}.json":
+        return False
+    if not (type(get("subject")) is str and type(get("description")) is str and type(get("owner")) is str):
+        return False
+    for key in EDGE_KEYS:
+        ids = get(key)
+        if type(ids) is not list or (ids and (set(map(type, ids)) != _JUST_INT or min(ids) <= 0)):
+            return False
+    uid, metadata = get("uid", "0" * 12), get("metadata", {})
+    if type(uid) is not str or len(uid) != 12 or not _HEX.issuperset(uid) or type(metadata) is not dict:
+        return False
+    created, updated = get("createdAt", _SOME_TIME), get("updatedAt", _SOME_TIME)
+    return type(created) is str and type(updated) is str and _TWO_TIMES.fullmatch(created + updated) is not None
+
+
+_JUST_INT = {int}
+_SOME_TIME = "2026-11-29T18:03:11Z"
+_TWO_TIMES = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ){2}", re.ASCII)
 
 
 def problems_of(record: Any, name: str) -> list[tuple[str, str]]:

@@ -113,7 +113,7 @@ class Store:
     def read(self, task_id: int) -> Record:
         name = file_name(task_id)
         try:
-            data = read_bytes(os.path.join(self.root, name))  # a str path: pathlib's `/` costs ~10 µs a file
+            data = read_bytes(f"{self.root}/{name}")  # a str path: pathlib's `/` costs ~10 µs a file
         except FileNotFoundError:
             raise NotFound(f"no task #{task_id}") from None
         except NotADirectoryError:  # the board path is, or lies under, a file

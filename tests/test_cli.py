@@ -481,3 +481,20 @@ def test_fast_reads_answer_exactly_as_click_does(run, board_dir, monkeypatch, ar
     monkeypatch.setattr(taskboard.app, "fast_command", lambda *_: None)
     slow = run(*args, "--json", expect=None)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)
+
+
+@pytest.mark.parametrize("subject", ["Write parser", "", "x" * 501, "tab\there", "Fix [red] parsing", "-d"])
+def test_fast_create_answers_as_click_does(run, monkeypatch, subject):
+    import taskboard.app
+
+    def answer():
+        result = run("create", subject, "--json", expect=None)
+        record = json.loads(result.stdout) if result.stdout else None
+        if record:
+            for volatile in ("id", "uid", "createdAt", "updatedAt"):
+                record.pop(volatile)
+        return result.exit_code, record, result.stderr
+
+    fast = answer()
+    monkeypatch.setattr(taskboard.app, "fast_command", lambda *_: None)
+    assert answer() == fast

@@ -127,14 +127,16 @@ def test_human_reads_never_import_filelock(tmp_path, small_board, args):
     assert "filelock" not in result["modules"]
 
 
-@pytest.mark.parametrize("args", [("get", "2", "--json"), ("list", "--json"), ("--json", "ready")], ids=" ".join)
+@pytest.mark.parametrize("args", [("get", "2", "--json"), ("list", "--json"), ("--json", "ready"),
+                                  ("create", "Next step", "--json")], ids=" ".join)
 def test_the_hottest_reads_never_import_click(tmp_path, small_board, args):
     result = footprint(tmp_path, small_board, *args)
     assert result["exit"] == 0 and json.loads(result["stdout"])
     assert "click" not in result["modules"], args
 
 
-@pytest.mark.parametrize("args", [("get", "2"), ("list", "--ready", "--json"), ("get", "x", "--json")], ids=" ".join)
+@pytest.mark.parametrize("args", [("get", "2"), ("list", "--ready", "--json"), ("get", "x", "--json"),
+                                  ("create", "x", "-d", "y", "--json")], ids=" ".join)
 def test_anything_else_goes_through_click(tmp_path, small_board, args):
     assert "click" in footprint(tmp_path, small_board, *args)["modules"]
 
