@@ -71,8 +71,13 @@ class App:
 
 
 def plain_output() -> bool:
-    """Plain text when piped, under NO_COLOR, or on a dumb terminal."""
-    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
+    """Plain text when piped, under NO_COLOR, or on a dumb terminal; FORCE_COLOR asks
+    for the rich views even through a pipe (NO_COLOR still wins)."""
+    if os.environ.get("NO_COLOR"):
+        return True
+    if os.environ.get("FORCE_COLOR"):
+        return False
+    return os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
 
 
 def write(stream, text: str) -> None:

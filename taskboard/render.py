@@ -385,7 +385,9 @@ def watch_board(board, plain: Optional[bool] = None, out: Optional[Console] = No
 
 
 def _plain_default() -> bool:
-    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
+    from .app import plain_output
+
+    return plain_output()
 
 
 # -- one task -------------------------------------------------------------------------

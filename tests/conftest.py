@@ -18,7 +18,7 @@ TASKS = [sys.executable, "-m", "taskboard"]
 
 @pytest.fixture(autouse=True)
 def isolated_env(monkeypatch, tmp_path):
-    for name in ("TASKS_DIR", "TASKS_OWNER", "TASKS_LOCK_TIMEOUT", "NO_COLOR", "TASKS_DEBUG"):
+    for name in ("TASKS_DIR", "TASKS_OWNER", "TASKS_LOCK_TIMEOUT", "NO_COLOR", "FORCE_COLOR", "TASKS_DEBUG", "TERM"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
 

@@ -498,3 +498,12 @@ def test_fast_create_answers_as_click_does(run, monkeypatch, subject):
     fast = answer()
     monkeypatch.setattr(taskboard.app, "fast_command", lambda *_: None)
     assert answer() == fast
+
+
+def test_force_color_gives_the_rich_view_through_a_pipe_and_no_color_wins(tmp_path):
+    board = str(tmp_path / "b")
+    tasks_process("--dir", board, "create", "Fix [red] parsing")
+    coloured = tasks_process("--dir", board, "list", env={"FORCE_COLOR": "1"})
+    assert coloured.returncode == 0 and b"\x1b[" in coloured.stdout and b"Fix [red] parsing" in coloured.stdout
+    plain = tasks_process("--dir", board, "list", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert plain.stdout.decode() == "[ ] #1: Fix [red] parsing\n"
