@@ -12,11 +12,12 @@ import json
 import math
 import os
 import sys
+
+from .errors import TaskError, UsageError
+
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
-
-from .errors import TaskError, UsageError
 
 
 class App:

@@ -7,9 +7,6 @@ journaled write. Every refusal is raised before anything is written.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
-if TYPE_CHECKING:
-    from typing import Any, Iterable, Optional
 
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError
@@ -18,6 +15,10 @@ from .model import (
     check_subject, encode, file_name, new_record, new_uid, now,
 )
 from .store import Store
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Optional
 
 
 class Outcome:

@@ -11,11 +11,12 @@ import math
 import os
 import re
 import time
+
+from .errors import Corrupt, UsageError
+
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
-
-from .errors import Corrupt, UsageError
 
 Record = dict  # a task record: the JSON object, keys in the contract's order
 

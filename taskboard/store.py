@@ -19,12 +19,13 @@ import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
-TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
-if TYPE_CHECKING:
-    from typing import Iterator
 
 from .errors import Busy, Corrupt, NotFound, UsageError
 from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Iterator
 
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
