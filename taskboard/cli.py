@@ -21,41 +21,31 @@ from .model import MAX_DESCRIPTION, STATUSES, parse_id, parse_meta
 # -- parameter types ----------------------------------------------------------------
 
 
-class TaskId(click.ParamType):
-    name = "ID"
+class Parsed(click.ParamType):
+    """A value parsed by one of the core's parsers; its UsageError becomes click's."""
+
+    def __init__(self, name: str, parse):
+        self.name, self.parse = name, parse
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
+        if not isinstance(value, str):
+            return value  # a default, or already converted
         try:
-            return parse_id(value)
+            return self.parse(value)
         except UsageError as exc:
             self.fail(exc.message, param, ctx)
 
 
-class Meta(click.ParamType):
-    name = "KEY=VALUE"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, tuple):
-            return value
-        try:
-            return parse_meta(value)
-        except UsageError as exc:
-            self.fail(exc.message, param, ctx)
+def _seconds(text: str) -> float:
+    try:
+        return check_timeout(float(text))
+    except (ValueError, UsageError):
+        raise UsageError(f"{text!r} is not a finite number of seconds ≥ 0") from None
 
 
-class Seconds(click.ParamType):
-    name = "SECONDS"
-
-    def convert(self, value, param, ctx):
-        try:
-            return check_timeout(float(value))
-        except (ValueError, UsageError):
-            self.fail(f"{value!r} is not a finite number of seconds ≥ 0", param, ctx)
-
-
-TASK_ID = TaskId()
+TASK_ID = Parsed("ID", parse_id)
+META = Parsed("KEY=VALUE", parse_meta)
+SECONDS = Parsed("SECONDS", _seconds)
 STATUS = click.Choice(STATUSES)
 
 
@@ -102,7 +92,7 @@ def _meta(items) -> Optional[dict]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--dir", "board_dir", metavar="PATH", help="The board folder (else TASKS_DIR, else the nearest .tasks/).")
-@click.option("--timeout", type=Seconds(), help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).")
+@click.option("--timeout", type=SECONDS, help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).")
 @click.option("--as", "caller", metavar="NAME", help="Who is calling (else TASKS_OWNER); protects tasks others hold.")
 @click.option("--json", "json_", is_flag=True, help="Machine output for every command.")
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
@@ -143,7 +133,7 @@ def init(app: App):
 @click.option("--blocked-by", "blocked_by", type=TASK_ID, multiple=True, help="A task that must finish first.")
 @click.option("--blocks", type=TASK_ID, multiple=True, help="A task this one must finish before.")
 @click.option("--owner", default="", help="Who holds the task.")
-@click.option("--meta", type=Meta(), multiple=True, help="KEY=VALUE (VALUE as JSON when it parses).")
+@click.option("--meta", type=META, multiple=True, help="KEY=VALUE (VALUE as JSON when it parses).")
 @json_option
 @pass_app
 def create(app: App, subject, description, blocked_by, blocks, owner, meta):
@@ -175,7 +165,7 @@ def get(app: App, task_id):
 @click.option("--add-blocks", type=TASK_ID, multiple=True)
 @click.option("--remove-blocked-by", type=TASK_ID, multiple=True)
 @click.option("--remove-blocks", type=TASK_ID, multiple=True)
-@click.option("--meta", type=Meta(), multiple=True, help="KEY=VALUE; KEY= removes the key.")
+@click.option("--meta", type=META, multiple=True, help="KEY=VALUE; KEY= removes the key.")
 @click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
 @json_option
 @pass_app
