@@ -105,46 +105,47 @@ def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy, unr
     def report(task_id: int, rule: str, message: str) -> None:
         problems.append(_problem(file_name(task_id), task_id, rule, message, True))
 
+    def drop(task_id: int, key: str, other: int) -> None:
+        copy = fixed_copy(task_id)
+        copy[key] = [x for x in copy[key] if x != other]
+
+    def add(task_id: int, key: str, other: int) -> None:
+        copy = fixed_copy(task_id)
+        copy[key] = sorted(set(copy[key]) | {other})
+
+    def dangling(task_id: int, key: str, other_id: int, relation: str) -> bool:
+        """An edge to a missing or deleted task: reported and dropped; True if so.
+        (An unreadable task is not missing: its edges stay, its file is reported.)"""
+        other = records.get(other_id)
+        if other_id in unreadable or (other is not None and other["status"] != "deleted"):
+            return False
+        what = "does not exist" if other is None else "is deleted"
+        report(task_id, "missing-task" if other is None else "deleted-linked", f"#{task_id} {relation} #{other_id}, which {what}")
+        drop(task_id, key, other_id)
+        return True
+
     for a_id, a in sorted(records.items()):
         if a["status"] == "deleted":
             if a["blocks"] or a["blockedBy"]:
                 report(a_id, "deleted-linked", f"#{a_id} is deleted but still lists edges")
-                copy = fixed_copy(a_id)
-                copy["blocks"], copy["blockedBy"] = [], []
+                fixed_copy(a_id).update(blocks=[], blockedBy=[])
             continue
         for b_id in sorted(set(a["blocks"])):
-            b = records.get(b_id)
-            if b_id in unreadable:
+            if b_id in unreadable or dangling(a_id, "blocks", b_id, "blocks"):
                 continue
-            if b is None or b["status"] == "deleted":
-                rule = "missing-task" if b is None else "deleted-linked"
-                what = "does not exist" if b is None else "is deleted"
-                report(a_id, rule, f"#{a_id} blocks #{b_id}, which {what}")
-                copy = fixed_copy(a_id)
-                copy["blocks"] = [x for x in copy["blocks"] if x != b_id]
-            elif a["status"] in OPEN and a_id not in b["blockedBy"]:
+            if a["status"] in OPEN and a_id not in records[b_id]["blockedBy"]:
                 report(b_id, "one-sided-edge", f"#{a_id} blocks #{b_id} but #{b_id} does not list #{a_id} in blockedBy")
-                copy = fixed_copy(b_id)
-                copy["blockedBy"] = sorted(set(copy["blockedBy"]) | {a_id})
+                add(b_id, "blockedBy", a_id)
         for blocker_id in sorted(set(a["blockedBy"])):
-            blocker = records.get(blocker_id)
-            if blocker_id in unreadable:
+            if blocker_id in unreadable or dangling(a_id, "blockedBy", blocker_id, "is blocked by"):
                 continue
-            if blocker is None or blocker["status"] == "deleted":
-                rule = "missing-task" if blocker is None else "deleted-linked"
-                what = "does not exist" if blocker is None else "is deleted"
-                report(a_id, rule, f"#{a_id} is blocked by #{blocker_id}, which {what}")
-                copy = fixed_copy(a_id)
-                copy["blockedBy"] = [x for x in copy["blockedBy"] if x != blocker_id]
-                continue
+            blocker = records[blocker_id]
             if a_id not in blocker["blocks"]:
                 report(blocker_id, "one-sided-edge", f"#{a_id} lists #{blocker_id} in blockedBy but #{blocker_id} does not block #{a_id}")
-                copy = fixed_copy(blocker_id)
-                copy["blocks"] = sorted(set(copy["blocks"]) | {a_id})
+                add(blocker_id, "blocks", a_id)
             if blocker["status"] == "completed":
                 report(a_id, "completed-blocker", f"#{a_id} still lists #{blocker_id} as a blocker, but #{blocker_id} is completed")
-                copy = fixed_copy(a_id)
-                copy["blockedBy"] = [x for x in copy["blockedBy"] if x != blocker_id]
+                drop(a_id, "blockedBy", blocker_id)
 
 
 def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems: list[dict], fixed_copy) -> None:
