@@ -7,6 +7,7 @@ journaled write. Every refusal is raised before anything is written.
 
 from __future__ import annotations
 
+import json
 
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError
@@ -87,7 +88,11 @@ class Change:
                 continue
             _fill_extensions(record, stamp)
             record["updatedAt"] = stamp
-            files[file_name(task_id)] = encode(record)
+            files[file_name(task_id)] = data = encode(record)
+            # what callers print must be what the file says: sorted ids, the contract's key order
+            canonical = json.loads(data)
+            record.clear()
+            record.update(canonical)
             written.append(task_id)
         self.store.write(files)
         return written

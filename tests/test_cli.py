@@ -507,3 +507,18 @@ def test_force_color_gives_the_rich_view_through_a_pipe_and_no_color_wins(tmp_pa
     assert coloured.returncode == 0 and b"\x1b[" in coloured.stdout and b"Fix [red] parsing" in coloured.stdout
     plain = tasks_process("--dir", board, "list", env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert plain.stdout.decode() == "[ ] #1: Fix [red] parsing\n"
+
+
+def test_the_printed_record_is_the_record_on_disk(run, board_dir):
+    for subject in "ABC":
+        run("create", subject)
+    path = board_dir / "task_3.json"
+    record = json.loads(path.read_text())
+    record["zzz"] = 1
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    run("update", "1", "--add-blocks", "3")
+    printed = run("update", "1", "--add-blocks", "2", "--json").stdout
+    assert printed == json.dumps(run.record(1), ensure_ascii=False) + "\n"
+    assert json.loads(printed)["blocks"] == [2, 3]
+    printed = run("update", "3", "--add-blocked-by", "2", "--json").stdout
+    assert list(json.loads(printed)) == list(run.record(3)) and list(run.record(3))[-1] == "zzz"
