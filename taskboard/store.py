@@ -167,22 +167,43 @@ class Store:
                 return
             raise self._bad_lock(exc) from None
         try:
-            self._flock_shared(fd)
+            deadline = time.monotonic() + self.timeout
+            with self._turnstile(fcntl.LOCK_SH, deadline):
+                self._flock(fd, fcntl.LOCK_SH, deadline)
             if self.scratch_names():  # a killed writer's leftovers: finish them first
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 with self.writing():
                     pass  # taking the write lock recovers
-                self._flock_shared(fd)  # once: what recovery could not remove is not a change
+                # once: what recovery could not remove is not a change
+                self._flock(fd, fcntl.LOCK_SH, time.monotonic() + self.timeout)
             yield
         finally:
             os.close(fd)
 
-    def _flock_shared(self, fd: int) -> None:
-        deadline = time.monotonic() + self.timeout
+    @contextmanager
+    def _turnstile(self, mode: int, deadline: float) -> Iterator[None]:
+        """Writers first. A writer holds the turnstile (a flock on the .scratch folder)
+        from before it asks for the board lock until it has it; a reader passes through
+        it (shared) just before taking its shared lock. So readers arriving while a
+        writer waits queue behind it, and a stream of overlapping reads cannot keep a
+        change out until it times out. No folder yet: nobody to queue behind."""
+        try:
+            fd = os.open(self.scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            yield
+            return
+        try:
+            self._flock(fd, mode, deadline)
+            yield
+        finally:
+            os.close(fd)  # closing drops the flock
+
+    def _flock(self, fd: int, mode: int, deadline: float) -> None:
+        """flock with a deadline: the kernel's lock, polled, since it has no timeout."""
         pause = 0.001
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
                 return
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -210,8 +231,10 @@ class Store:
 
         if self._lock is None:
             self._lock = FileLock(str(self.lock_path), timeout=self.timeout)
+        deadline = time.monotonic() + self.timeout
         try:
-            self._lock.acquire()
+            with self._turnstile(fcntl.LOCK_EX, deadline):
+                self._lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
         except Timeout:
             raise self._busy() from None
         except OSError as exc:
