@@ -216,6 +216,9 @@ def decode(data: bytes, name: str) -> Record:
     try:
         record = parse_json(data)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        if data.startswith(b"<<<<<<< ") or b"\n<<<<<<< " in data:
+            raise Corrupt(f"{name}: has git conflict markers from an unfinished merge; keep one side, "
+                          "then run tasks check --fix", name, "json") from None
         raise Corrupt(f"{name}: not valid JSON ({_short(exc)})", name, "json") from None
     if _plainly_sound(record, name):
         return record

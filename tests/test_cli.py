@@ -522,3 +522,12 @@ def test_the_printed_record_is_the_record_on_disk(run, board_dir):
     assert json.loads(printed)["blocks"] == [2, 3]
     printed = run("update", "3", "--add-blocked-by", "2", "--json").stdout
     assert list(json.loads(printed)) == list(run.record(3)) and list(run.record(3))[-1] == "zzz"
+
+
+def test_a_file_left_mid_merge_is_named_as_such(run, board_dir):
+    run("create", "A")
+    path = board_dir / "task_1.json"
+    ours = path.read_text()
+    path.write_text(f"<<<<<<< HEAD\n{ours}=======\n{ours.replace('A', 'B')}>>>>>>> topic\n")
+    error = jsonl(run("get", "1", "--json", expect=6).stderr)[-1]["error"]
+    assert "task_1.json" in error["message"] and "conflict markers" in error["message"]
