@@ -10,7 +10,7 @@ from typing import Optional
 
 from . import graph
 from .errors import UsageError
-from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of
+from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of, unparsable
 from .store import LOCK_NAME, SCRATCH_NAME, Store, read_bytes
 
 _LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
@@ -86,7 +86,7 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
         try:
             record = parse_json(raw)  # as strict as every other reader of the board
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            problems.append(_problem(name, task_id, "json", f"{name} is not valid JSON ({str(exc)[:100]})"))
+            problems.append(_problem(name, task_id, "json", f"{name}: {unparsable(raw, exc)}"))
             continue
         found = problems_of(record, name)
         for rule, message in found:

@@ -211,15 +211,19 @@ def encode(record: Record) -> bytes:
     return (json.dumps(ordered, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
+def unparsable(data: bytes, exc: Exception) -> str:
+    """Why a task file does not parse, in words a person can act on."""
+    if data.startswith(b"<<<<<<< ") or b"\n<<<<<<< " in data:
+        return "has git conflict markers from an unfinished merge; keep one side, then run tasks check --fix"
+    return f"not valid JSON ({_short(exc)})"
+
+
 def decode(data: bytes, name: str) -> Record:
     """Parse and validate one task file; any flaw raises Corrupt naming the file and the rule."""
     try:
         record = parse_json(data)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        if data.startswith(b"<<<<<<< ") or b"\n<<<<<<< " in data:
-            raise Corrupt(f"{name}: has git conflict markers from an unfinished merge; keep one side, "
-                          "then run tasks check --fix", name, "json") from None
-        raise Corrupt(f"{name}: not valid JSON ({_short(exc)})", name, "json") from None
+        raise Corrupt(f"{name}: {unparsable(data, exc)}", name, "json") from None
     if _plainly_sound(record, name):
         return record
     problems = problems_of(record, name)
