@@ -4,9 +4,12 @@ all-or-nothing writes, and recovery of a change a killed process left behind.
 Writers hold an exclusive `filelock` on `.tasks/.lock` for the whole change.
 Readers take a shared `flock` on the same file: the kernel keeps them out while
 a writer is between its first and last file, so no reader sees half a change,
-and reading costs no `filelock` import. A change to several files first writes
-an intent (every new file content) to `.tasks/.scratch/intent.json`; the next
-command of any kind finds it and finishes the change before doing anything else.
+and reading costs no `filelock` import. A writer waiting for the lock holds a
+turnstile that new readers pass through, so reads cannot starve changes.
+
+A change to several files first writes an intent (every new file content) to
+`.tasks/.scratch/intent.json`; the next command of any kind finds it and
+finishes the change before doing anything else.
 """
 
 from __future__ import annotations
@@ -95,9 +98,6 @@ class Store:
         self.replacements = 0  # files replaced by this process; see _crash_point
         self._lock = None
         self._exclusive = False
-
-    def path_of(self, task_id: int) -> Path:
-        return self.root / file_name(task_id)
 
     # -- reading ---------------------------------------------------------------
 
