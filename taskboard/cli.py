@@ -246,6 +246,10 @@ def ready(app: App, owner):
 @pass_app
 def board(app: App, svg, watch):
     """The kanban view: Blocked · Ready · In progress · Done."""
+    if watch and app.json:
+        raise UsageError("--watch redraws the board for people; --json prints it once (poll it to follow changes)")
+    if watch and svg:
+        raise UsageError("--watch redraws in the terminal and --svg writes one picture; ask for one at a time")
     if app.json:
         listing = app.board.listing()
         columns = {status: [r for r in listing.records if r["status"] == status] for status in STATUSES[:3]}
@@ -288,10 +292,16 @@ def graph(app: App, task_id, fmt, include_deleted, svg):
     elif fmt in ("dot", "mermaid") and not svg:  # text for other tools: no rich needed
         from . import diagram
         to_text = diagram.to_dot if fmt == "dot" else diagram.to_mermaid
-        write(sys.stdout, to_text(records, edges, listing.lookup))
+        text = to_text(records, edges, listing.lookup)
+        write(sys.stdout, text)
     else:
         from . import render
-        render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)
+        text = render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)
+    if fmt == "mermaid" and not app.json:
+        from . import diagram
+        too_big = diagram.mermaid_warning(text, len(edges), focused=task_id is not None)
+        if too_big:
+            app.warn(too_big)
     damage(app, listing)
 
 

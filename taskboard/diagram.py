@@ -50,15 +50,19 @@ def counts(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, int]:
     return tally
 
 
-def summary(records: Iterable[Record], lookup: graph.Lookup, shown: Optional[int] = None) -> str:
+def summary(records: Iterable[Record], lookup: graph.Lookup, shown: Optional[int] = None,
+            with_deleted: bool = False) -> str:
     """`12 tasks · 3 ready · 2 in progress · 5 blocked · 2 done` over the whole board;
-    the four states partition the live tasks, so the parts add up to the total."""
+    the four states partition the live tasks, so the parts add up to the total. When
+    the view lists deleted tasks too (`list --all`), they count in the total, so the
+    parts still add up and `(N shown)` compares like with like."""
     tally = counts(records, lookup)
-    text = (f"{tally['tasks']} tasks · {tally['ready']} ready · {tally['in_progress']} in progress · "
+    total = tally["tasks"] + (tally["deleted"] if with_deleted else 0)
+    text = (f"{total} tasks · {tally['ready']} ready · {tally['in_progress']} in progress · "
             f"{tally['blocked']} blocked · {tally['completed']} done")
     if tally["deleted"]:
         text += f" · {tally['deleted']} deleted"
-    if shown is not None and shown != tally["tasks"]:
+    if shown is not None and shown != total:
         text += f" ({shown} shown)"
     return text
 
@@ -185,6 +189,25 @@ def to_mermaid(records: list[Record], edges: Iterable[tuple[int, int]], lookup: 
     lines += [f"  t{blocker} --> t{dependent}" for blocker, dependent in edges]
     lines += [f"  classDef {_mermaid_class(key)} {_MERMAID_CLASSES[key]}" for key in STATES if key in used]
     return "\n".join(lines) + "\n"
+
+
+# GitHub's Mermaid refuses a diagram past these (its maxEdges and maxTextSize).
+MERMAID_MAX_EDGES = 500
+MERMAID_MAX_CHARS = 50_000
+
+
+def mermaid_warning(text: str, edge_count: int, focused: bool = False) -> Optional[str]:
+    """Why GitHub will not draw this flowchart, or None when it will."""
+    over = []
+    if edge_count > MERMAID_MAX_EDGES:
+        over.append(f"{edge_count} edges (GitHub draws at most {MERMAID_MAX_EDGES})")
+    if len(text) > MERMAID_MAX_CHARS:
+        over.append(f"{len(text)} characters (GitHub draws at most {MERMAID_MAX_CHARS})")
+    if not over:
+        return None
+    hint = ("a task with fewer neighbours draws less" if focused
+            else "`tasks graph ID --format mermaid` draws only what one task waits on and unlocks")
+    return f"the Mermaid diagram has {' and '.join(over)}, so GitHub will not render it; {hint}"
 
 
 def _mermaid_class(key: str) -> str:

@@ -45,11 +45,51 @@ NARROW = 64  # below this many columns the board stacks its columns and the list
 
 def console(plain: bool, stderr: bool = False, record: bool = False, width: Optional[int] = None) -> Console:
     """The console a command prints to. Plain: no colour, no terminal codes at all."""
-    stream = sys.stderr if stderr else sys.stdout
+    stream = _lossy(sys.stderr if stderr else sys.stdout)
     if plain:
         return Console(file=stream, no_color=True, highlight=False, force_terminal=False, color_system=None,
                        record=record, emoji=False, markup=False, width=width)
     return Console(file=stream, highlight=False, record=record, emoji=False, markup=False, width=width)
+
+
+class _Lossy:
+    """A text stream that replaces what its encoding cannot show (`?`) instead of
+    failing: a subject typed in any script must not crash a view on an ASCII
+    terminal. rich reads `encoding` and draws ASCII frames and tree guides for it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        encoding = self._stream.encoding
+        self._stream.write(text.encode(encoding, "replace").decode(encoding))
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _lossy(stream):
+    encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("_", "-")
+    return stream if encoding.startswith("utf") else _Lossy(stream)
+
+
+def plain_text(renderable: RenderableType, width: int, height: Optional[int] = None) -> str:
+    """A view as plain-mode text: no codes, and no trailing spaces (rich pads grids
+    and indents to the full width)."""
+    out = Console(file=io.StringIO(), width=width, height=height, no_color=True, color_system=None, force_terminal=False,
+                  highlight=False, emoji=False, markup=False)
+    out.print(renderable)
+    return "".join(line.rstrip() + "\n" for line in out.file.getvalue().splitlines())
+
+
+def _show(renderable: RenderableType, plain: bool) -> None:
+    """Print a view for a person on stdout: plain mode as trimmed text."""
+    out = console(plain)
+    if plain:
+        out.print(Text(plain_text(renderable, out.width).rstrip("\n")), soft_wrap=True)
+    else:
+        out.print(renderable)
 
 
 def task_line(record: Record) -> str:
@@ -70,9 +110,10 @@ def _ids(ids: Iterable[int]) -> str:
     return ", ".join(f"#{task_id}" for task_id in ids)
 
 
-def summary_text(records: list[Record], lookup, shown: Optional[int] = None, plain: bool = False) -> Text:
+def summary_text(records: list[Record], lookup, shown: Optional[int] = None, plain: bool = False,
+                 with_deleted: bool = False) -> Text:
     """The one-line summary, each count coloured like its state outside plain mode."""
-    line = diagram.summary(records, lookup, shown)
+    line = diagram.summary(records, lookup, shown, with_deleted)
     if plain:
         return Text(line)
     styles = {"tasks": "bold", "ready": STATE_STYLES["ready"], "progress": STATE_STYLES["in_progress"],
@@ -86,10 +127,6 @@ def summary_text(records: list[Record], lookup, shown: Optional[int] = None, pla
         if rest:
             text.append(" (" + rest, style="dim")
     return text
-
-
-def _print(out: Console, renderable: RenderableType) -> None:
-    out.print(renderable)
 
 
 def _write_svg(renderable: RenderableType, path: str, title: str) -> None:
@@ -203,10 +240,15 @@ class TaskTable:
 
 def list_view(records: list[Record], listing, plain: bool = False) -> RenderableType:
     """The table and, under it, the summary of the whole board."""
-    summary = summary_text(listing.records, listing.lookup, len(records), plain)
+    summary = summary_text(listing.records, listing.lookup, len(records), plain, _lists_deleted(records))
     if not records:
         return Group(Text("no tasks to show", style="dim"), summary)
     return Group(TaskTable(records, listing, plain), summary)
+
+
+def _lists_deleted(records: list[Record]) -> bool:
+    """Whether a list shows deleted tasks (`--all`): then they count in its summary's total."""
+    return any(record["status"] == "deleted" for record in records)
 
 
 def plain_lines(records: list[Record], listing) -> list[str]:
@@ -220,12 +262,14 @@ def show_list(records: list[Record], listing, plain: bool) -> None:
     if plain:
         text = "".join(line + "\n" for line in plain_lines(records, listing))
         _write(sys.stdout, text)
-        _write(sys.stderr, diagram.summary(listing.records, listing.lookup, len(records)) + "\n")
+        _write(sys.stderr, diagram.summary(listing.records, listing.lookup, len(records), _lists_deleted(records)) + "\n")
         return
-    _print(console(plain), list_view(records, listing, plain))
+    console(plain).print(list_view(records, listing, plain))
 
 
 def _write(stream, text: str) -> None:
+    """Data lines (plain `list`, summaries) go out as UTF-8 whatever the locale, as
+    every other output of the command does: a script reads the subject back intact."""
     if hasattr(stream, "buffer"):
         stream.buffer.write(text.encode("utf-8"))
     else:
@@ -256,22 +300,33 @@ def _card(record: Record, key: str, lookup, unlock: int, plain: bool) -> Text:
 
 class BoardView:
     """The kanban board: Blocked · Ready · In progress · Done, cards in id order.
-    Side by side when there is room; stacked, one titled list per column, below NARROW."""
+    Side by side when there is room; stacked, one titled list per column, below NARROW.
+    `limit` caps the cards drawn per column (the rest become `+N more`), for a view
+    that must fit a terminal's height."""
 
-    def __init__(self, listing, plain: bool = False):
+    def __init__(self, listing, plain: bool = False, limit: Optional[int] = None):
         self.listing = listing
         self.plain = plain
+        self.limit = limit
+        self._cards: Optional[dict[str, list[Text]]] = None
 
     def cards(self) -> dict[str, list[Text]]:
-        lookup = self.listing.lookup
-        unlocks = diagram.unlocks(self.listing.records)
-        found = {}
-        for (name, key), records in zip(diagram.COLUMNS, diagram.columns(self.listing.records, lookup).values()):
-            found[name] = [_card(r, key, lookup, unlocks.get(r["id"], 0), self.plain) for r in records]
-        return found
+        if self._cards is None:
+            lookup = self.listing.lookup
+            unlocks = diagram.unlocks(self.listing.records)
+            self._cards = {}
+            for (name, key), records in zip(diagram.COLUMNS, diagram.columns(self.listing.records, lookup).values()):
+                self._cards[name] = [_card(r, key, lookup, unlocks.get(r["id"], 0), self.plain) for r in records]
+        return self._cards
 
     def header(self, name: str, key: str, count: int) -> Text:
         return Text(f"{name} ({count})", style="" if self.plain else f"bold {STATE_STYLES[key]}")
+
+    def shown(self, column: list[Text]) -> list[Text]:
+        """The cards drawn for a column: all, or `limit` of them and `+N more`."""
+        if self.limit is None or len(column) <= self.limit:
+            return column
+        return column[:self.limit] + [Text(f"+{len(column) - self.limit} more", style="dim")]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cards = self.cards()
@@ -279,7 +334,7 @@ class BoardView:
         if options.max_width < NARROW:
             for name, column in cards.items():
                 yield self.header(name, keys[name], len(column))
-                for card in column:
+                for card in self.shown(column):
                     yield Padding(card, (0, 0, 0, 2))
                 yield Text("")
             return
@@ -290,7 +345,7 @@ class BoardView:
         cells = []
         for column in cards.values():
             stacked: list[RenderableType] = []
-            for card in column:
+            for card in self.shown(column):
                 if stacked:
                     stacked.append(Text(""))
                 stacked.append(card)
@@ -307,7 +362,7 @@ def board_view(listing, plain: bool = False) -> RenderableType:
 
 
 def show_board(listing, plain: bool, svg: Optional[str] = None) -> None:
-    _print(console(plain), board_view(listing, plain))
+    _show(board_view(listing, plain), plain)
     if plain:
         _write(sys.stderr, diagram.summary(listing.records, listing.lookup) + "\n")
     if svg:
@@ -334,27 +389,68 @@ def board_signature(root) -> tuple:
     return tuple(sorted(found))
 
 
-def watch_view(board, plain: bool = False) -> RenderableType:
-    """The board as the watcher shows it: the board, the summary, the time of the view."""
-    from .errors import TaskError
+class WatchView:
+    """The board as the watcher shows it: first what must stay in sight (the summary,
+    the time of the view, how to stop, any damage), then the board. With `fit`, the
+    board keeps as many cards per column as the console's height leaves room for, so
+    nothing below the cards is ever cut off and the top never scrolls away."""
 
-    try:
-        listing = board.listing()
-    except TaskError as exc:
-        return Text(f"cannot read the board: {exc.message}", style="red")
-    parts: list[RenderableType] = [BoardView(listing, plain), summary_text(listing.records, listing.lookup, plain=plain)]
-    for damage in listing.damaged:
-        parts.append(Text(f"damaged: {damage.message}", style="red"))
-    parts.append(Text(f"{board.store.root} · {time.strftime('%H:%M:%S')} · Ctrl-C to stop", style="dim"))
-    return Group(*parts)
+    def __init__(self, board, plain: bool = False, fit: bool = False):
+        self.board = board
+        self.plain = plain
+        self.fit = fit
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from .errors import TaskError
+
+        try:
+            listing = self.board.listing()
+        except TaskError as exc:
+            yield Text(f"cannot read the board: {exc.message}", style="red")
+            return
+        dot = " - " if self.plain else " · "
+        top: list[RenderableType] = [
+            summary_text(listing.records, listing.lookup, plain=self.plain),
+            Text(f"{self.board.store.root}{dot}{time.strftime('%H:%M:%S')}{dot}Ctrl-C to stop", style="dim"),
+        ]
+        top += [Text(f"damaged: {damage.message}", style="red") for damage in listing.damaged]
+        view = BoardView(listing, self.plain)
+        if self.fit and options.max_height:
+            room = options.max_height - len(console.render_lines(Group(*top), options, pad=False))
+            view.limit = self._limit(view, console, options.update(height=None), room)
+        yield Group(*top, view)
+
+    @staticmethod
+    def _limit(view: BoardView, console: Console, options: ConsoleOptions, room: int) -> Optional[int]:
+        """The most cards per column whose board is at most `room` lines (at least 0)."""
+        def height(limit: Optional[int]) -> int:
+            view.limit = limit
+            return len(console.render_lines(view, options, pad=False))
+
+        longest = max((len(column) for column in view.cards().values()), default=0)
+        # a card is at least one line and one blank line before it: no need to try more
+        low, high = 0, min(longest, max(0, room) // 2 + 1)
+        if high == longest and height(None) <= room:
+            return None
+        while low < high:  # the largest limit that fits; 0 (only `+N more`) when none does
+            middle = (low + high + 1) // 2
+            if height(middle) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+
+def watch_view(board, plain: bool = False, fit: bool = False) -> RenderableType:
+    return WatchView(board, plain, fit)
 
 
 def watch_board(board, plain: Optional[bool] = None, out: Optional[Console] = None, interval: float = 0.5,
                 sleep: Callable[[float], None] = time.sleep) -> None:
     """Redraw the board whenever a file under it changes, until Ctrl-C. Polls the
     folder's file stats every `interval` seconds (cheap: no file is read unless one
-    changed). On a terminal the view is redrawn in place (rich Live); plain mode
-    prints each new view after the last one, which suits a log."""
+    changed). On a terminal the view is redrawn in place (rich Live) and fits its
+    height; plain mode prints each new view after the last one, which suits a log."""
     from rich.live import Live
 
     if plain is None:
@@ -370,7 +466,11 @@ def watch_board(board, plain: Optional[bool] = None, out: Optional[Console] = No
                     if seen is not None:
                         out.print(Text("-" * min(out.width, 40)))
                     seen = signature
-                    _print(out, watch_view(board, plain))
+                    view = watch_view(board, plain, fit=out.is_terminal)
+                    if plain:
+                        out.print(Text(plain_text(view, out.width, out.height).rstrip("\n")), soft_wrap=True)
+                    else:
+                        out.print(view)
                 sleep(interval)
         with Live(console=out, auto_refresh=False, redirect_stdout=False, redirect_stderr=False,
                   vertical_overflow="ellipsis") as live:
@@ -378,7 +478,7 @@ def watch_board(board, plain: Optional[bool] = None, out: Optional[Console] = No
                 signature = board_signature(root)
                 if signature != seen:
                     seen = signature
-                    live.update(watch_view(board, plain), refresh=True)
+                    live.update(watch_view(board, plain, fit=True), refresh=True)
                 sleep(interval)
     except KeyboardInterrupt:
         pass
@@ -418,9 +518,7 @@ def task_view(record: Record, neighbours: dict, plain: bool = False) -> Renderab
         return found if found is not None else {"status": "pending"}
 
     key = state(record, lookup)
-    title = _mark(record, key, plain)
-    title.append(f" #{record['id']}: ", style="bold")
-    title.append(record["subject"], style="bold")
+    none = Text("-" if plain else "—", style="dim")
 
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold" if not plain else "", no_wrap=True)
@@ -429,10 +527,10 @@ def task_view(record: Record, neighbours: dict, plain: bool = False) -> Renderab
     if STATE_LABELS[key] != record["status"]:
         status.append(f" ({record['status']})", style="dim")
     fields.add_row("status", status)
-    fields.add_row("owner", Text(record["owner"], style=OWNER_STYLE) if record["owner"] else Text("—", style="dim"))
+    fields.add_row("owner", Text(record["owner"], style=OWNER_STYLE) if record["owner"] else none)
     for label, ids in (("blocked by", record["blockedBy"]), ("blocks", record["blocks"])):
         if not ids:
-            fields.add_row(label, Text("—", style="dim"))
+            fields.add_row(label, none)
             continue
         fields.add_row(label, Group(*(_neighbour_line(i, neighbours.get(i), lookup, plain) for i in ids)))
     metadata = record.get("metadata") or {}
@@ -453,25 +551,112 @@ def task_view(record: Record, neighbours: dict, plain: bool = False) -> Renderab
     parts: list[RenderableType] = [fields]
     if record["description"]:
         parts += [Text(""), Text(record["description"], overflow="fold")]
-    if plain:
-        return Group(title, *parts)
-    return Panel(Group(*parts), title=title, title_align="left", border_style=STATE_STYLES[key],
+    if plain:  # the first line reads like the task's line in `list`
+        return Group(Text(task_line(record), overflow="fold"), *parts)
+    # The subject goes in the body, where it wraps: a panel title is cut to one line.
+    # The title keeps what always fits: status and id.
+    title = _mark(record, key, plain)
+    title.append(f" #{record['id']} · {STATE_LABELS[key]}", style="bold")
+    subject = Text(record["subject"], style="bold", overflow="fold")
+    return Panel(Group(subject, Text(""), *parts), title=title, title_align="left", border_style=STATE_STYLES[key],
                  box=box.ROUNDED, expand=False)
 
 
 def show_task(record: Record, neighbours: dict, plain: bool) -> None:
-    _print(console(plain), task_view(record, neighbours, plain))
+    _show(task_view(record, neighbours, plain), plain)
 
 
 # -- graph ----------------------------------------------------------------------------
 
 
+class _AsciiTree(Tree):
+    """A rich Tree drawn with ASCII guides (`+--`, `|`), for plain mode."""
+
+    TREE_GUIDES = [Tree.ASCII_GUIDES] * 3
+
+
+class GraphNode:
+    """One node line of the graph tree, laid out at the width it gets: status, then
+    the essentials (`↑` when the task is drawn above already, the id, `(after #N)`
+    when it continues a chain cut for depth), then the subject, truncated to leave
+    room for the owner. What comes first is never cut by what comes after."""
+
+    OWNER_MAX = 20  # an owner takes at most this many cells
+    SUBJECT_MIN = 24  # the owner is left out when the subject would get fewer cells (unless it fits whole)
+
+    def __init__(self, view: "GraphView", task_id: int, again: bool = False, after: Optional[int] = None,
+                 word: str = "after"):
+        self.view = view
+        self.task_id = task_id
+        self.again = again
+        self.after = after
+        self.word = word
+
+    def text(self, width: int) -> Text:
+        view = self.view
+        record = view.by_id.get(self.task_id)
+        if record is None:
+            line = Text(f"#{self.task_id} (not shown)", style="dim")
+        else:
+            key = state(record, view.lookup)
+            line = _mark(record, key, view.plain)
+            if self.again:
+                line.append(" " + view.glyphs["again"], style="dim")
+            line.append(f" #{self.task_id}", style=f"bold {STATE_STYLES[key]}")
+            if self.after is not None:
+                line.append(f" ({self.word} #{self.after})", style="dim")
+            owner = Text()
+            if record["owner"] and not self.again:
+                owner = Text("  @" + record["owner"], style=OWNER_STYLE)
+                owner.truncate(self.OWNER_MAX + 2, overflow="ellipsis")
+            room = width - line.cell_len - 1
+            if room - owner.cell_len < min(self.SUBJECT_MIN, cell_len(record["subject"])):
+                owner = Text()
+            subject = Text(" " + record["subject"], style="dim" if self.again or key == "completed" else "")
+            subject.truncate(max(0, room - owner.cell_len) + 1, overflow="ellipsis")
+            line.append_text(subject)
+            line.append_text(owner)
+        line.truncate(width, overflow="ellipsis")
+        line.no_wrap = True
+        return line
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text(options.max_width)
+
+
+class Continues:
+    """The line that says a subtree goes on below as new roots, ids first: as many
+    as fit, then how many more."""
+
+    def __init__(self, ids: list[int], plain: bool):
+        self.ids = ids
+        self.plain = plain
+
+    def text(self, width: int) -> Text:
+        lead = "..." if self.plain else "…"
+        ids = self.ids
+        for shown in range(len(ids), 0, -1):
+            rest = f" +{len(ids) - shown}" if shown < len(ids) else ""
+            verb = "continues" if len(ids) == 1 else "continue"
+            for tail in (f" {verb} below", " below", ""):
+                line = f"{lead} {_ids(ids[:shown])}{rest}{tail}"
+                if cell_len(line) <= width:
+                    return Text(line, style="dim", no_wrap=True)
+        line = Text(f"{lead} {_ids(ids[:1])}", style="dim", no_wrap=True)
+        line.truncate(width, overflow="ellipsis")
+        return line
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text(options.max_width)
+
+
 class GraphView:
     """The dependency graph as a tree of one-line nodes. The whole board: every task
     without a blocker is a root and its dependents hang below it; a task reached again
-    is shown once more as a reference (↑). With a focus: what the task waits on
+    is shown once more as a reference (`↑ #7`). With a focus: what the task waits on
     (upstream) and what waits on it (downstream). Depth is capped by the width; a
-    subtree that would go deeper continues as a new root below, so no task is lost."""
+    subtree that would go deeper continues as a new root below, marked with the task
+    it comes from (`#15 (after #14)`), so no task is lost or looks unblocked."""
 
     def __init__(self, records: list[Record], edges: list[tuple[int, int]], lookup, focus: Optional[int] = None,
                  plain: bool = False):
@@ -481,99 +666,102 @@ class GraphView:
         self.lookup = lookup
         self.focus = focus
         self.plain = plain
+        self.glyphs = {"again": "^", "dot": ", "} if plain else {"again": "↑", "dot": " · "}
+        self.repeated = False
 
-    def label(self, task_id: int, again: bool = False) -> Text:
-        record = self.by_id.get(task_id)
-        if record is None:
-            return Text(f"#{task_id} (not shown)", style="dim", no_wrap=True, overflow="ellipsis")
-        key = state(record, self.lookup)
-        text = _mark(record, key, self.plain)
-        text.no_wrap, text.overflow = True, "ellipsis"
-        text.append(f" #{task_id} ", style=f"bold {STATE_STYLES[key]}")
-        text.append(record["subject"], style="dim" if again or key == "completed" else "")
-        if record["owner"] and not again:
-            text.append("  ")
-            text.append("@" + record["owner"], style=OWNER_STYLE)
-        if again:
-            text.append("  ↑ above", style="dim")
-        return text
+    def tree(self, label: RenderableType) -> Tree:
+        if self.plain:
+            return _AsciiTree(label)
+        return Tree(label, guide_style="dim")
 
     def grow(self, tree: Tree, start: int, follow: dict[int, list[int]], seen: set[int], max_depth: int,
-             continued: list[int]) -> None:
-        """Hang start's subtree (along `follow`) under tree, iteratively."""
-        stack = [(tree, start, 1)]
+             continued: list[tuple[int, int]], after: Optional[int] = None, word: str = "after") -> None:
+        """Hang start's subtree (along `follow`) under tree, iteratively. Children cut
+        for depth go to `continued` as (child, the task they hang from)."""
+        stack = [(tree, start, 1, after)]
         while stack:
-            parent, node, depth = stack.pop()
+            parent, node, depth, came_after = stack.pop()
             if node in seen:
-                parent.add(self.label(node, again=True))
+                self.repeated = True
+                parent.add(GraphNode(self, node, again=True))
                 continue
             seen.add(node)
-            branch = parent.add(self.label(node))
+            branch = parent.add(GraphNode(self, node, after=came_after, word=word))
             children = follow.get(node, [])
             if not children:
                 continue
             if depth >= max_depth:
-                branch.add(Text(f"… continues below ({_ids(children)})", style="dim", no_wrap=True, overflow="ellipsis"))
-                continued.extend(children)
+                branch.add(Continues(children, self.plain))
+                continued.extend((child, node) for child in children)
                 continue
             for child in reversed(children):
-                stack.append((branch, child, depth + 1))
+                stack.append((branch, child, depth + 1, None))
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         max_depth = max(1, (options.max_width - 24) // 4)
+        self.repeated = False
         down, up = diagram.adjacency(self.edges)
         if self.focus is not None and self.focus not in self.by_id:
             yield Text(f"#{self.focus} is deleted: it has no edges left (`tasks graph --all` lists it)", style="dim")
             return
         if self.focus is not None:
-            tree = Tree(self.label(self.focus), guide_style="dim")
-            for title, follow in (("waits on", up), ("unlocks", down)):
+            tree = self.tree(GraphNode(self, self.focus))
+            for title, follow, word in (("waits on", up, "before"), ("unlocks", down, "after")):
                 branch = tree.add(Text(title, style="bold"))
-                continued: list[int] = []
+                continued: list[tuple[int, int]] = []
                 seen = {self.focus}
                 for start in follow.get(self.focus, []):
-                    self.grow(branch, start, follow, seen, max_depth - 1, continued)
+                    self.grow(branch, start, follow, seen, max_depth - 1, continued, word=word)
                 if not follow.get(self.focus):
                     branch.add(Text("nothing", style="dim"))
-                self._continue(branch, continued, follow, seen, max_depth - 1)
+                self._continue(branch, continued, follow, seen, max_depth - 1, word)
             yield tree
             return
-        heading = Text(f"{len(self.records)} tasks · {len(self.edges)} edges", style="bold")
-        tree = Tree(heading, guide_style="dim")
+        heading = Text(f"{len(self.records)} tasks{self.glyphs['dot']}{len(self.edges)} edges", style="bold")
+        tree = self.tree(heading)
         seen: set[int] = set()
-        continued: list[int] = []
+        continued: list[tuple[int, int]] = []
         roots = [r["id"] for r in self.records if not up.get(r["id"])]
         for root in roots:
             self.grow(tree, root, down, seen, max_depth, continued)
         self._continue(tree, continued, down, seen, max_depth)
-        # a cycle (only on a damaged board) has no root: show what is left
+        # a cycle (only on a damaged board) has no root: show what is left, with a blocker
         for record in self.records:
             if record["id"] not in seen:
-                self.grow(tree, record["id"], down, seen, max_depth, continued)
+                self.grow(tree, record["id"], down, seen, max_depth, continued, after=up[record["id"]][0])
                 self._continue(tree, continued, down, seen, max_depth)
+        if self.repeated:  # the tree is drawn after this: the legend can still go in
+            heading.append(f"{self.glyphs['dot']}{self.glyphs['again']} #N: drawn above", style="dim")
         yield tree
 
-    def _continue(self, tree: Tree, continued: list[int], follow, seen: set[int], max_depth: int) -> None:
+    def _continue(self, tree: Tree, continued: list[tuple[int, int]], follow, seen: set[int], max_depth: int,
+                  word: str = "after") -> None:
         while continued:
-            node = continued.pop(0)
+            node, parent = continued.pop(0)
             if node in seen:
                 continue
-            self.grow(tree, node, follow, seen, max_depth, continued)
+            self.grow(tree, node, follow, seen, max_depth, continued, after=parent, word=word)
 
 
 def graph_view(records: list[Record], edges, lookup, focus: Optional[int] = None, plain: bool = False) -> RenderableType:
     return GraphView(records, list(edges), lookup, focus, plain)
 
 
-def show_graph(records, edges, listing, fmt: str, focus: Optional[int], plain: bool, svg: Optional[str] = None) -> None:
+def show_graph(records, edges, listing, fmt: str, focus: Optional[int], plain: bool,
+               svg: Optional[str] = None) -> Optional[str]:
+    """Print the graph in `fmt`; the DOT or Mermaid text it printed, if any."""
+    text = None
     if fmt == "dot":
-        _write(sys.stdout, diagram.to_dot(records, edges, listing.lookup))
+        text = diagram.to_dot(records, edges, listing.lookup)
     elif fmt == "mermaid":
-        _write(sys.stdout, diagram.to_mermaid(records, edges, listing.lookup))
+        text = diagram.to_mermaid(records, edges, listing.lookup)
+    if text is not None:
+        _write(sys.stdout, text)
     else:
-        _print(console(plain), graph_view(records, edges, listing.lookup, focus, plain))
+        _show(graph_view(records, edges, listing.lookup, focus, plain), plain)
     if svg:
         _write_svg(graph_view(records, edges, listing.lookup, focus, plain=False), svg, title="tasks graph")
+    return text
 
 
 # -- check ----------------------------------------------------------------------------

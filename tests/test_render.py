@@ -23,7 +23,7 @@ from taskboard.board import Board
 from taskboard.model import MARKERS, encode, file_name, new_record
 from taskboard.store import Store
 
-from conftest import tasks_process
+from conftest import Run, tasks_process
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
 WIDTHS = (40, 80, 160)
@@ -36,9 +36,9 @@ LONG_SUBJECT = "Refactor " + "the very long subject that keeps going " * 12 + "E
 # -- helpers ---------------------------------------------------------------------------
 
 
-def draw(renderable, width: int, colour: bool = True) -> str:
-    """What a terminal of this width shows, as text (styles dropped)."""
-    out = Console(file=io.StringIO(), width=width, record=True, force_terminal=colour,
+def draw(renderable, width: int, colour: bool = True, height: int | None = None) -> str:
+    """What a terminal of this width (and height) shows, as text (styles dropped)."""
+    out = Console(file=io.StringIO(), width=width, height=height, record=True, force_terminal=colour,
                   color_system="truecolor" if colour else None, no_color=not colour,
                   highlight=False, emoji=False, markup=False)
     out.print(renderable)
@@ -584,3 +584,214 @@ def test_board_signature_sees_content_changes(sample):
     sample.update(8, subject="Docs for the new variables")
     assert render.board_signature(sample.store.root) != before
     assert render.board_signature(sample.store.root / "missing") == ()
+
+
+# -- reviewed defects ------------------------------------------------------------------
+
+NODE = re.compile(r"(?:[✔◐○⊘✖]|\[.\]) (?:(↑|\^) )?#(\d+)( \((?:after|before) #(\d+)\))?")
+TOP_LEVEL = re.compile(r"(?:[├└]── |[+`]-- )")  # a tree line hanging right under the heading
+
+
+def chain_records(length: int, fan: int = 0) -> list[dict]:
+    """A chain 1 → 2 → … → length, then `fan` tasks all waiting on the last one."""
+    stamp = "2026-11-29T18:00:00Z"
+    records = [new_record(i, f"Step {i} of a long chain", "", "", {}, stamp) for i in range(1, length + fan + 1)]
+    for record in records[1:length]:
+        record["blockedBy"].append(record["id"] - 1)
+        records[record["id"] - 2]["blocks"].append(record["id"])
+    for record in records[length:]:
+        record["blockedBy"].append(length)
+        records[length - 1]["blocks"].append(record["id"])
+    return records
+
+
+def graph_text(board: Board, width: int, plain: bool = False) -> str:
+    listing = board.listing()
+    live = [r for r in listing.records if r["status"] != "deleted"]
+    return draw(render.graph_view(live, graph.edges(live), listing.lookup, plain=plain), width, colour=not plain)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_task_panel_keeps_the_whole_subject_in_its_body(sample, odd, width):
+    record, neighbours = sample.get_with_neighbours(7)
+    text = draw(render.task_view(record, neighbours), width)
+    assert fits(text, width)
+    title = text.splitlines()[0]
+    assert "#7 · blocked" in title and "Remove" not in title  # the title is short and always fits
+    assert "Remove the legacy loader and settings.ini" in flat(text.replace("│", " "))
+    long_id = next(r["id"] for r in odd.listing().records if r["subject"] == LONG_SUBJECT)
+    record, neighbours = odd.get_with_neighbours(long_id)
+    text = draw(render.task_view(record, neighbours), width)
+    assert fits(text, width) and flat(LONG_SUBJECT) in flat(text.replace("│", " "))
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_graph_marks_a_repeated_task_before_its_subject(sample, width, plain):
+    text = graph_text(sample, width, plain)
+    assert fits(text, width)
+    firsts, repeats = [], []
+    for line in text.splitlines()[1:]:
+        node = NODE.search(line)
+        if not node:
+            assert "below" in line, line  # only a cut-for-depth line is no node
+            continue
+        (repeats if node.group(1) else firsts).append(int(node.group(2)))
+    assert sorted(firsts) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12]  # each task once unmarked
+    # #7 waits on #4, #5, #6: drawn once, then marked at each other blocker (unless cut for depth)
+    assert repeats.count(7) == 2 or width == 40
+    assert {4, 5} <= set(repeats)
+    assert ("^ #N: drawn above" if plain else "↑ #N: drawn above") in text.splitlines()[0]
+
+
+def test_graph_owner_never_pushes_the_subject_out(tmp_path):
+    board = Board(Store(tmp_path / "owners"))
+    board.create("Write the parser for the configuration files", owner="an-agent-with-a-very-long-name-indeed")
+    board.create("Second task", blocked_by=[1], owner="bob")
+    board.create("Third", blocked_by=[1, 2])
+    for width in (40, 80):
+        text = graph_text(board, width)
+        assert fits(text, width)
+        first = next(line for line in text.splitlines() if "#1 " in line)
+        assert "Write the parser for the" in first  # at least 24 cells of subject, owner or not
+        assert "↑ #3 Third" in text
+    wide = graph_text(board, 160)
+    assert "Write the parser for the configuration files  @an-agent-with-a-" in wide  # owners are capped
+    assert "indeed" not in wide and "…" in wide
+    assert "#2 Second task  @bob" in wide
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_graph_cut_for_depth_keeps_ids_and_says_where_roots_come_from(tmp_path, sample, plain):
+    board = write_board(tmp_path / "chain", chain_records(40, fan=6))
+    records = records_of(board)
+    blockers = {r["id"]: set(r["blockedBy"]) for r in records}
+    for width in (40, 80):
+        text = graph_text(board, width, plain)
+        assert fits(text, width)
+        lines = text.splitlines()
+        drawn = [int(NODE.search(line).group(2)) for line in lines[1:] if NODE.search(line)]
+        assert sorted(drawn) == [r["id"] for r in records]  # every task once, none lost
+        continued = set()
+        for line in lines:
+            if "below" in line or re.search(r"(\.\.\.|…) #\d+", line):
+                shown = re.search(r"(?:\.\.\.|…) ((?:#\d+(?:, )?)+)( \+(\d+))?", line)
+                assert shown, line  # the ids are never cut
+                continued |= {int(i) for i in re.findall(r"#(\d+)", shown.group(1))}
+        assert continued
+        for line in lines[1:]:
+            node = NODE.search(line)
+            if node and TOP_LEVEL.match(line) and node.group(2) != "1":
+                # every top-level node but the real root says which blocker it continues from
+                assert node.group(3), line
+                assert int(node.group(4)) in blockers[int(node.group(2))]
+        assert continued <= {int(NODE.search(line).group(2)) for line in lines if NODE.search(line) and TOP_LEVEL.match(line)}
+    sample_40 = graph_text(sample, 40, plain)
+    assert re.search(r"^(?:└── |`-- )(?:○|⊘|\[ \]) #11 \(after #7\)", sample_40, re.M)
+
+
+def test_graph_focus_continues_upstream_with_before(tmp_path):
+    board = write_board(tmp_path / "chain", chain_records(30))
+    listing = board.listing()
+    text = draw(render.graph_view(listing.records, graph.edges(listing.records), listing.lookup, focus=30), 40)
+    waits = text.split("unlocks")[0]
+    assert re.search(r"#\d+ \(before #\d+\)", waits) and "after" not in waits
+    assert {int(m) for m in re.findall(r"#(\d+)", waits)} == set(range(1, 31))
+
+
+@pytest.mark.parametrize("width", (40, 100))
+def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width):
+    height = 24
+    text = draw(render.watch_view(big, fit=True), width, height=height)
+    lines = text.rstrip("\n").splitlines()
+    assert len(lines) <= height and fits(text, width)
+    assert flat(lines[0] + " " + lines[1]).startswith(expected_summary(records_of(big)))
+    assert "Ctrl-C to stop" in " ".join(lines[:4])
+    drawn = board_columns(text)
+    shown_more = [int(n) for n in re.findall(r"\+(\d+) more", text)]
+    expected = expected_columns(records_of(big))
+    for name in ("Blocked", "Ready", "In progress", "Done"):
+        total = sum(1 for column in expected.values() if column == name)
+        assert f"{name} ({total})" in text
+    assert len(drawn) + sum(shown_more) == len(expected)  # every card drawn or counted
+    assert all(expected[task_id] == column for task_id, column in drawn.items())
+    # a board that fits is drawn whole, and a view without fit never caps
+    small = draw(render.watch_view(sample, fit=True), 160, height=60)
+    assert "more" not in small and board_columns(small) == expected_columns(records_of(sample))
+    assert "more" not in draw(render.watch_view(big), 100, height=height)
+
+
+def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):
+    from taskboard import diagram
+
+    listing = big.listing()
+    live = [r for r in listing.records if r["status"] != "deleted"]
+    edges = graph.edges(live)
+    assert len(edges) > 500
+    result = Run(big.store.root)("graph", "--format", "mermaid")
+    assert parse_mermaid(result.stdout)[1] == edges  # stdout keeps the full diagram
+    assert result.stderr.startswith("warning: ") and f"{len(edges)} edges" in result.stderr
+    assert "tasks graph ID --format mermaid" in result.stderr
+    assert Run(sample.store.root)("graph", "--format", "mermaid").stderr == ""
+    assert Run(sample.store.root)("graph", "--format", "dot").stderr == ""
+    json_run = Run(big.store.root)("graph", "--format", "mermaid", "--json")
+    assert json_run.stderr == ""  # no diagram, nothing to warn about
+    small = "flowchart LR\n" + "x" * 49_000
+    assert diagram.mermaid_warning(small, 500) is None
+    assert "characters" in diagram.mermaid_warning(small + "x" * 2_000, 10)
+
+
+def test_board_watch_refuses_svg_and_json(sample, tmp_path):
+    run = Run(sample.store.root)
+    picture = tmp_path / "never.svg"
+    refused = run("board", "--watch", "--svg", str(picture), expect=2)
+    assert "--watch" in refused.stderr and "--svg" in refused.stderr and not picture.exists()
+    refused = run("board", "--json", "--watch", expect=2)
+    error = refused.stderr.strip().splitlines()[-1]
+    assert '"code": "usage"' in error and "--watch" in error and refused.stdout == ""
+
+
+def test_list_all_summary_adds_up(sample, capsys):
+    listing = sample.listing()
+    everything = sample.select(listing, include_deleted=True)
+    assert len(everything) == 12
+    text = flat(draw(render.list_view(everything, listing), 160))
+    assert "12 tasks · 2 ready · 2 in progress · 5 blocked · 2 done · 1 deleted" in text and "shown" not in text
+    render.show_list(everything, listing, plain=True)
+    summary = capsys.readouterr().err.strip()
+    total, *parts = [int(n) for n in re.findall(r"(\d+) ", summary)]
+    assert total == sum(parts) == len(everything) and "shown" not in summary
+    only_deleted = sample.select(listing, statuses=["deleted"])
+    assert flat(draw(render.list_view(only_deleted, listing), 160)).endswith("1 deleted (1 shown)")
+    live = sample.select(listing)
+    assert "shown" not in flat(draw(render.list_view(live, listing), 160))
+
+
+def test_plain_views_are_ascii_without_trailing_spaces(tmp_path):
+    root = tmp_path / "board"
+    shutil.copytree(EXAMPLE, root)
+    for columns in ("40", "100"):
+        for args in (("get", "2"), ("get", "7"), ("graph",), ("graph", "7"), ("board",)):
+            shown = tasks_process("--dir", str(root), *args, env={"COLUMNS": columns, "PYTHONIOENCODING": "ascii"})
+            assert shown.returncode == 0, (args, shown.stderr)
+            out = shown.stdout.decode("ascii")  # the sample is all ASCII, so is every plain view of it
+            assert "#2" in out or "#7" in out
+            assert not [line for line in out.splitlines() if line != line.rstrip()], (args, columns)
+    add = tasks_process("--dir", str(root), "create", "Ünïcødé 修复 🚀", "--blocked-by", "12")
+    assert add.returncode == 0, add.stderr
+    for env in ({"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "ascii", "FORCE_COLOR": "1"}):
+        for args in (("get", "13"), ("graph",), ("graph", "13"), ("board",)):
+            shown = tasks_process("--dir", str(root), *args, env=env)
+            assert shown.returncode == 0, (args, env, shown.stderr)
+            assert "#13" in shown.stdout.decode("ascii")  # what the encoding cannot show became ?
+    utf8 = tasks_process("--dir", str(root), "get", "13", env={"PYTHONIOENCODING": "utf-8"})
+    assert "Ünïcødé 修复 🚀" in utf8.stdout.decode()
+
+
+def test_plain_get_and_graph_use_ascii_guides(sample):
+    record, neighbours = sample.get_with_neighbours(2)
+    text = draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
+    assert "blocked by  -" in text and "—" not in text
+    plain = graph_text(sample, 80, plain=True)
+    assert plain.isascii() and "+-- [x] #1 " in plain and "|   " in plain
+    assert plain.splitlines()[0].startswith("11 tasks, 14 edges")
