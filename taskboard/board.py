@@ -197,7 +197,7 @@ class Board:
                 change.get(other)
             for other in blocked_by + blocks:
                 _refuse_deleted(change.get(other), "name it in an edge")
-            new_id = max(self.store.task_ids(), default=0) + 1
+            new_id = self.store.last_id() + 1
             record = new_record(new_id, subject, description, owner, meta, now())
             change.add(record)
             for blocker in blocked_by:

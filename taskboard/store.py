@@ -103,13 +103,20 @@ class Store:
 
     def task_ids(self) -> list[int]:
         """Ids named by the task files on the board, ascending (no file is opened)."""
+        return sorted(self._unordered_ids())
+
+    def last_id(self) -> int:
+        """The highest id on the board, deleted tasks included (0 on an empty board)."""
+        return max(self._unordered_ids(), default=0)
+
+    def _unordered_ids(self) -> list[int]:
         try:
             names = os.listdir(self.root)
         except FileNotFoundError:
             return []
         except NotADirectoryError:
             raise UsageError(f"the board path {self.root} is not a folder") from None
-        return sorted(ids_from_file_names(names))
+        return ids_from_file_names(names)
 
     def read(self, task_id: int) -> Record:
         name = file_name(task_id)
