@@ -167,6 +167,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return run(args, app)
     except TaskError as exc:
         return fail(json_mode, exc.code, exc.message, exc.exit_code)
+    except PermissionError as exc:  # a board this user may not read or write: name it, it is no bug
+        return fail(json_mode, "corrupt", f"{exc.filename or 'the board'}: {exc.strerror.lower()}; "
+                    "check the permissions of the board folder", 6)
     except BrokenPipeError:
         _silence_stdout()
         return 0

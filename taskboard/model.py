@@ -91,6 +91,7 @@ def parse_id(text: str) -> int:
 
 
 def check_subject(subject: str) -> str:
+    _utf8(subject, "the subject")
     if not subject.strip():
         raise UsageError("the subject is empty; say in a few words what the task is")
     if len(subject) > MAX_SUBJECT:
@@ -101,6 +102,7 @@ def check_subject(subject: str) -> str:
 
 
 def check_description(text: str) -> str:
+    _utf8(text, "the description")
     if len(text) > MAX_DESCRIPTION:
         raise UsageError(f"the description is {len(text)} characters long; at most {MAX_DESCRIPTION} are allowed")
     if _CONTROL_IN_TEXT.search(text):
@@ -109,6 +111,7 @@ def check_description(text: str) -> str:
 
 
 def check_owner(owner: str) -> str:
+    _utf8(owner, "the owner name")
     if len(owner) > MAX_OWNER:
         raise UsageError(f"the owner name is {len(owner)} characters long; at most {MAX_OWNER} are allowed")
     if _CONTROL.search(owner) or owner != owner.strip():
@@ -127,6 +130,7 @@ def parse_meta(item: str) -> tuple[str, Any]:
     key, sep, value = item.partition("=")
     if not sep:
         raise UsageError(f"--meta {item!r} has no '='; write KEY=VALUE (or KEY= to remove the key)")
+    _utf8(item, "--meta")
     if not key.strip() or _CONTROL.search(key):
         raise UsageError(f"--meta {item!r} has an empty or unprintable key")
     if value == "":
@@ -142,7 +146,18 @@ def parse_meta(item: str) -> tuple[str, Any]:
         return key, value
     if _depth(parsed) > MAX_META_DEPTH:
         raise _too_deep(key)
+    _utf8(json.dumps(parsed, ensure_ascii=False), f"--meta {key}")  # a "\ud800" escape decodes to no character
     return key, parsed
+
+
+def _utf8(text: str, what: str) -> str:
+    """Text that UTF-8 can hold: no lone surrogates (undecodable bytes on the command
+    line, or JSON escapes of half a character)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8 text (it holds an undecodable byte or half a character)") from None
+    return text
 
 
 def _too_deep(key: str) -> UsageError:

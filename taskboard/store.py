@@ -221,6 +221,9 @@ class Store:
     def _bad_lock(self, exc: OSError) -> Exception:
         if exc.errno == errno.ELOOP:  # never lock (or create) through a link someone planted
             return Corrupt(f"{LOCK_NAME}: is a symbolic link; remove it, the board recreates its lock file", LOCK_NAME, "symlink")
+        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # a user error, not a bug: say which file
+            return Corrupt(f"{LOCK_NAME}: cannot be locked for a change ({exc.strerror}); "
+                           f"you need write access to {self.root}", LOCK_NAME, "unreadable")
         return exc
 
     def _busy(self) -> Busy:

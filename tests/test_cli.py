@@ -531,3 +531,41 @@ def test_a_file_left_mid_merge_is_named_as_such(run, board_dir):
     path.write_text(f"<<<<<<< HEAD\n{ours}=======\n{ours.replace('A', 'B')}>>>>>>> topic\n")
     error = jsonl(run("get", "1", "--json", expect=6).stderr)[-1]["error"]
     assert "task_1.json" in error["message"] and "conflict markers" in error["message"]
+
+
+@pytest.mark.parametrize("args", [
+    [b"create", b"a\xffb"], [b"create", b"ok", b"--meta", b'k="\\udcff"'], [b"create", b"ok", b"--owner", b"\xfe"],
+    [b"create", b"ok", b"-d", b"x\xff"], [b"create", b"ok", b"--meta", b"k\xff=1"],
+])
+def test_text_that_is_not_utf8_is_a_usage_error_and_creates_nothing(tmp_path, args):
+    board = tmp_path / "b"
+    result = tasks_process("--dir", str(board), *args, "--json")
+    assert result.returncode == 2, result.stderr
+    assert "UTF-8" in jsonl(result.stderr.decode())[-1]["error"]["message"]
+    assert not board.exists()
+
+
+def test_a_board_you_cannot_write_is_named_not_a_bug(tmp_path):
+    """Permissions are the user's to fix (exit 6 naming the place), not a bug (exit 1)."""
+    import shutil
+    import sys
+
+    from conftest import TASKS
+
+    board = tmp_path / "b"
+    assert tasks_process("--dir", str(board), "create", "a").returncode == 0
+    if os.geteuid() == 0:  # root ignores permissions: run the command as nobody instead
+        assert shutil.which("setpriv"), "setpriv (util-linux) is needed to drop root"
+        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *TASKS,
+                                 "--dir", str(board), "create", "x", "--json"],
+                                capture_output=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    else:
+        board.chmod(0o555)
+        try:
+            result = tasks_process("--dir", str(board), "create", "x", "--json")
+        finally:
+            board.chmod(0o755)
+    error = jsonl(result.stderr.decode())[-1]["error"]
+    assert (result.returncode, error["code"]) == (6, "corrupt"), result.stderr
+    assert str(board) in error["message"] or ".lock" in error["message"]
+    assert sorted(p.name for p in board.glob("task_*.json")) == ["task_1.json"]
