@@ -547,25 +547,35 @@ def test_text_that_is_not_utf8_is_a_usage_error_and_creates_nothing(tmp_path, ar
 
 def test_a_board_you_cannot_write_is_named_not_a_bug(tmp_path):
     """Permissions are the user's to fix (exit 6 naming the place), not a bug (exit 1)."""
-    import shutil
+    import importlib
     import sys
 
-    from conftest import TASKS
+    from taskboard.app import main
+
+    for module in ("filelock", "taskboard.board", "taskboard.store"):  # loaded before privileges drop
+        importlib.import_module(module)
 
     board = tmp_path / "b"
     assert tasks_process("--dir", str(board), "create", "a").returncode == 0
-    if os.geteuid() == 0:  # root ignores permissions: run the command as nobody instead
-        assert shutil.which("setpriv"), "setpriv (util-linux) is needed to drop root"
-        result = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *TASKS,
-                                 "--dir", str(board), "create", "x", "--json"],
-                                capture_output=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
-    else:
-        board.chmod(0o555)
+    board.chmod(0o555)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # the command runs in a child; as root it first becomes nobody, whom permissions bind
         try:
-            result = tasks_process("--dir", str(board), "create", "x", "--json")
+            sys.stderr = open(write_end, "w", encoding="utf-8")
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            code = main(["--dir", str(board), "create", "x", "--json"])
         finally:
-            board.chmod(0o755)
-    error = jsonl(result.stderr.decode())[-1]["error"]
-    assert (result.returncode, error["code"]) == (6, "corrupt"), result.stderr
+            os._exit(locals().get("code", 99))
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        stderr = pipe.read().decode()
+    _, status = os.waitpid(child, 0)
+    board.chmod(0o755)
+    error = jsonl(stderr)[-1]["error"]
+    assert (os.waitstatus_to_exitcode(status), error["code"]) == (6, "corrupt"), stderr
     assert str(board) in error["message"] or ".lock" in error["message"]
     assert sorted(p.name for p in board.glob("task_*.json")) == ["task_1.json"]
