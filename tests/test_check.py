@@ -88,6 +88,14 @@ def sound_neighbour(board: Path) -> None:
         write_board(board, [record(7, subject="healthy")])
 
 
+def flawed_board(board_dir: Path, case: str) -> dict:
+    """The board of one CASE beside a healthy neighbour; its bytes before any command."""
+    board_dir.mkdir()
+    CASES[case][0](board_dir)
+    sound_neighbour(board_dir)
+    return snapshot(board_dir)
+
+
 # Layout and missing extension keys are cosmetic: the board is sound, only --fix rewrites them.
 COSMETIC = ("hand-written s12 record", "not canonical layout")
 
@@ -102,11 +110,8 @@ def test_cosmetic_flaws_leave_the_board_sound(case, board_dir, run):
 
 @pytest.mark.parametrize("case", [name for name in CASES if name not in COSMETIC])
 def test_check_reports_each_rule(case, board_dir, run):
-    build, rule, file, task, fixable, _ = CASES[case]
-    board_dir.mkdir()
-    build(board_dir)
-    sound_neighbour(board_dir)
-    before = snapshot(board_dir)
+    _, rule, file, task, fixable, _ = CASES[case]
+    before = flawed_board(board_dir, case)
     result = run("check", "--json", expect=6)
     report = json.loads(result.stdout)
     assert report["ok"] is False
@@ -122,10 +127,8 @@ def test_check_reports_each_rule(case, board_dir, run):
 
 @pytest.mark.parametrize("case", [name for name, spec in CASES.items() if spec[4]])
 def test_fix_repairs_what_has_one_right_answer(case, board_dir, run):
-    build, rule, file, task, _, after_fix = CASES[case]
-    board_dir.mkdir()
-    build(board_dir)
-    sound_neighbour(board_dir)
+    _, rule, file, task, _, after_fix = CASES[case]
+    flawed_board(board_dir, case)
     healthy = (board_dir / "task_7.json").read_bytes()
     report = json.loads(run("check", "--fix", "--json").stdout)
     assert report["ok"] is True
@@ -139,11 +142,8 @@ def test_fix_repairs_what_has_one_right_answer(case, board_dir, run):
 
 @pytest.mark.parametrize("case", [name for name, spec in CASES.items() if not spec[4]])
 def test_fix_reports_and_never_guesses_the_rest(case, board_dir, run):
-    build, rule, file, task, _, _ = CASES[case]
-    board_dir.mkdir()
-    build(board_dir)
-    sound_neighbour(board_dir)
-    before = snapshot(board_dir)
+    _, rule, file, task, _, _ = CASES[case]
+    before = flawed_board(board_dir, case)
     report = json.loads(run("check", "--fix", "--json", expect=6).stdout)
     assert report["ok"] is False
     assert any(p["rule"] == rule and p["file"] == file and not p["fixed"] for p in report["problems"])
