@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	$(BIN)/python -m compileall -q taskboard  # start-up is the latency: never compile per call
 	touch $(STAMP)
 
@@ -36,8 +36,10 @@ pictures: $(STAMP)  ## regenerate the SVGs the README shows
 	$(BIN)/tasks --dir .tasks.example board --svg docs/board.svg > /dev/null
 	$(BIN)/tasks --dir .tasks.example graph --svg docs/graph.svg > /dev/null
 
-lint: $(STAMP)
-	$(BIN)/python -m compileall -q taskboard tests
+lint: $(STAMP)  ## formatter, linter and type checker, as CI runs them
+	$(BIN)/ruff format --check taskboard tests bench
+	$(BIN)/ruff check taskboard tests bench
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info

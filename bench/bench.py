@@ -59,7 +59,7 @@ def build_board(folder: Path, size: int, seed: int = 7) -> int:
         records[task_id] = {
             "id": task_id,
             "subject": f"Task {task_id}: {rng.choice(['write', 'review', 'test', 'ship'])} the "
-                       f"{rng.choice(['parser', 'store', 'cli', 'docs', 'graph'])}",
+            f"{rng.choice(['parser', 'store', 'cli', 'docs', 'graph'])}",
             "description": "Some words about the work.\nA second line." if rng.random() < 0.5 else "",
             "status": status,
             "blockedBy": [],
@@ -100,9 +100,11 @@ def build_board(folder: Path, size: int, seed: int = 7) -> int:
 
 def spawn(argv: list[str], env: dict) -> tuple[float, int, int]:
     """Run one process with stdout and stderr to /dev/null: (seconds, exit code, peak RSS in bytes)."""
-    actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-               (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)]
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
     start = time.perf_counter()
     pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
     _, status, usage = os.wait4(pid, 0)
@@ -140,7 +142,7 @@ class Bench:
             bares.append(self.bare())
             pairs = list(zip(cases, samples))
             # the order flips every round: a fsync may wait for whatever the machine wrote before it
-            for (name, board, args_of), sample in (pairs if attempt % 2 == 0 else pairs[::-1]):
+            for (name, board, args_of), sample in pairs if attempt % 2 == 0 else pairs[::-1]:
                 seconds, code, peak = spawn([TASKS, *args_of(attempt)], environment(board))
                 if code != 0:
                     raise SystemExit(f"{name}: `tasks {' '.join(args_of(attempt))}` exited {code}")
@@ -148,13 +150,21 @@ class Bench:
                 sample["peaks"].append(peak)
         rows = []
         for (name, _, _), sample in zip(cases, samples):
-            row = {"name": name, "median": statistics.median(sample["times"]), "bare": statistics.median(bares),
-                   "peak": max(sample["peaks"]), "runs": len(sample["times"])}
+            row = {
+                "name": name,
+                "median": statistics.median(sample["times"]),
+                "bare": statistics.median(bares),
+                "peak": max(sample["peaks"]),
+                "runs": len(sample["times"]),
+            }
             row["ratio"] = row["median"] / row["bare"]
             self.rows.append(row)
             rows.append(row)
-            print(f"  {name:<36} {row['median'] * 1000:8.1f} ms  {row['ratio']:5.2f}×  "
-                  f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']})", flush=True)
+            print(
+                f"  {name:<36} {row['median'] * 1000:8.1f} ms  {row['ratio']:5.2f}×  "
+                f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']})",
+                flush=True,
+            )
         return rows
 
 
@@ -176,9 +186,16 @@ def taskwarrior(root: Path, runs: int) -> list[tuple[str, float, float]]:
         rc.write_text(f"data.location={data}\nconfirmation=off\nverbose=nothing\nhooks=off\ngc=off\n")
         env = {**os.environ, "TASKRC": str(rc), "TASKDATA": str(data)}
         hub = size // 2
-        tasks = [{"uuid": f"00000000-0000-4000-8000-{i:012x}", "description": f"Task {i}", "status": "pending",
-                  "entry": "20261129T180311Z"} for i in range(1, size + 1)]
-        for dependent in tasks[hub:hub + HUB_DEPENDENTS]:
+        tasks = [
+            {
+                "uuid": f"00000000-0000-4000-8000-{i:012x}",
+                "description": f"Task {i}",
+                "status": "pending",
+                "entry": "20261129T180311Z",
+            }
+            for i in range(1, size + 1)
+        ]
+        for dependent in tasks[hub : hub + HUB_DEPENDENTS]:
             dependent["depends"] = [tasks[hub - 1]["uuid"]]
         (root / f"tw{size}.json").write_text(json.dumps(tasks))
         spawn([task, "import", str(root / f"tw{size}.json")], env)
@@ -186,11 +203,17 @@ def taskwarrior(root: Path, runs: int) -> list[tuple[str, float, float]]:
         label = "1k" if size == 1000 else "10k"
         operations = [(f"add ({label})", lambda attempt: ["add", "bench task"])]
         if size == 10000:
-            operations += [("get: ID export (10k)", lambda attempt: [str(hub), "export"]),
-                           ("list: export (10k)", lambda attempt: ["export"]),
-                           ("ready: +READY export (10k)", lambda attempt: ["+READY", "export"])]
-        operations.append((f"done/reopen hub of 100 ({label})", lambda attempt: (
-            [hub_uuid, "done"] if attempt % 2 == 0 else [hub_uuid, "modify", "status:pending"])))
+            operations += [
+                ("get: ID export (10k)", lambda attempt: [str(hub), "export"]),
+                ("list: export (10k)", lambda attempt: ["export"]),
+                ("ready: +READY export (10k)", lambda attempt: ["+READY", "export"]),
+            ]
+        operations.append(
+            (
+                f"done/reopen hub of 100 ({label})",
+                lambda attempt: [hub_uuid, "done"] if attempt % 2 == 0 else [hub_uuid, "modify", "status:pending"],
+            )
+        )
         for name, args_of in operations:
             times, bares = [], []
             for attempt in range(runs):
@@ -217,8 +240,10 @@ def main() -> int:
     bench = Bench(runs)
     began = time.perf_counter()
     try:
-        print(f"python {platform.python_version()} · {platform.machine()} · {os.cpu_count()} cores · "
-              f"{platform.platform()}")
+        print(
+            f"python {platform.python_version()} · {platform.machine()} · {os.cpu_count()} cores · "
+            f"{platform.platform()}"
+        )
         print(f"tasks: {TASKS}")
         boards = {}
         for size in (1000, 10000):
@@ -240,16 +265,23 @@ def main() -> int:
         # PYTHONDONTWRITEBYTECODE set (as in some sandboxes) an editable install would
         # otherwise compile every module from source in every run (~25 ms).
         import compileall
+
         import taskboard
+
         compileall.compile_dir(str(Path(taskboard.__file__).parent), quiet=1)
-        print(f"byte-compiled {Path(taskboard.__file__).parent}"
-              f"{' (PYTHONDONTWRITEBYTECODE is set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else ''}")
+        print(
+            f"byte-compiled {Path(taskboard.__file__).parent}"
+            f"{' (PYTHONDONTWRITEBYTECODE is set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else ''}"
+        )
         for size, (folder, hub) in boards.items():  # the command must see the board as built
             import subprocess
+
             shown = subprocess.run([TASKS, "list", "--json"], env=environment(folder), capture_output=True, check=True)
             live = sum(1 for path in folder.glob("task_*.json") if json.loads(path.read_bytes())["status"] != "deleted")
             if len(json.loads(shown.stdout)) != live:
-                raise SystemExit(f"list --json on the {size} board shows {len(json.loads(shown.stdout))} tasks, not {live}")
+                raise SystemExit(
+                    f"list --json on the {size} board shows {len(json.loads(shown.stdout))} tasks, not {live}"
+                )
         for _ in range(3):  # warm the page cache
             bench.bare()
             spawn([TASKS, "get", "1", "--json"], environment(small))
@@ -261,34 +293,59 @@ def main() -> int:
         r = {}
         r["get"] = bench.measure("get --json (10k)", big, fixed("get", "5000", "--json"))
         r["create_small"] = bench.measure("create --json (small board)", small, fixed("create", "bench", "--json"))
-        r["create_1k"], r["create_10k"] = bench.measure_together([
-            ("create --json (1k)", mid, fixed("create", "bench", "--json")),
-            ("create --json (10k)", big, fixed("create", "bench", "--json"))])
+        r["create_1k"], r["create_10k"] = bench.measure_together(
+            [
+                ("create --json (1k)", mid, fixed("create", "bench", "--json")),
+                ("create --json (10k)", big, fixed("create", "bench", "--json")),
+            ]
+        )
         r["list"] = bench.measure("list --json (10k)", big, fixed("list", "--json"), runs=slow_runs)
         r["ready"] = bench.measure("ready --json (10k)", big, fixed("ready", "--json"), runs=slow_runs)
 
         def hub_args(hub):
             # even attempts complete the hub, odd ones reopen it
-            return lambda attempt: ["update", str(hub), "--status", "completed" if attempt % 2 == 0 else "pending",
-                                    "--json"]
+            return lambda attempt: [
+                "update",
+                str(hub),
+                "--status",
+                "completed" if attempt % 2 == 0 else "pending",
+                "--json",
+            ]
 
         hub_runs = max(4, runs - runs % 2 - 4)  # even: as many completions as reopenings
-        r["hub_1k"], r["hub_10k"] = bench.measure_together([
-            ("complete/reopen hub of 100 (1k)", mid, hub_args(hub_mid)),
-            ("complete/reopen hub of 100 (10k)", big, hub_args(hub_big))], runs=hub_runs)
+        r["hub_1k"], r["hub_10k"] = bench.measure_together(
+            [
+                ("complete/reopen hub of 100 (1k)", mid, hub_args(hub_mid)),
+                ("complete/reopen hub of 100 (10k)", big, hub_args(hub_big)),
+            ],
+            runs=hub_runs,
+        )
 
         tw = taskwarrior(root, 6)
         bare = statistics.median(bench.baselines)
         peak_mb = r["list"]["peak"] / 1e6
         checks = [
             ("get --json", f"{r['get']['ratio']:.2f}×", "≤ 5×", r["get"]["ratio"] <= 5),
-            ("create --json, small board", f"{r['create_small']['ratio']:.2f}×", "≤ 8×", r["create_small"]["ratio"] <= 8),
+            (
+                "create --json, small board",
+                f"{r['create_small']['ratio']:.2f}×",
+                "≤ 8×",
+                r["create_small"]["ratio"] <= 8,
+            ),
             ("list --json, 10k", f"{r['list']['ratio']:.2f}×", "≤ 25×", r["list"]["ratio"] <= 25),
             ("ready --json, 10k", f"{r['ready']['ratio']:.2f}×", "≤ 25×", r["ready"]["ratio"] <= 25),
-            ("hub of 100: 10k ÷ 1k", f"{r['hub_10k']['median'] / r['hub_1k']['median']:.2f}×", "≤ 1.3×",
-             r["hub_10k"]["median"] / r["hub_1k"]["median"] <= 1.3),
-            ("create: 10k ÷ 1k", f"{r['create_10k']['median'] / r['create_1k']['median']:.2f}×", "≤ 1.3×",
-             r["create_10k"]["median"] / r["create_1k"]["median"] <= 1.3),
+            (
+                "hub of 100: 10k ÷ 1k",
+                f"{r['hub_10k']['median'] / r['hub_1k']['median']:.2f}×",
+                "≤ 1.3×",
+                r["hub_10k"]["median"] / r["hub_1k"]["median"] <= 1.3,
+            ),
+            (
+                "create: 10k ÷ 1k",
+                f"{r['create_10k']['median'] / r['create_1k']['median']:.2f}×",
+                "≤ 1.3×",
+                r["create_10k"]["median"] / r["create_1k"]["median"] <= 1.3,
+            ),
             ("list --json 10k peak memory", f"{peak_mb:.0f} MB", "≤ 100 MB", peak_mb <= 100),
         ]
         print(f"\nbare interpreter (`python -c pass`, median of {len(bench.baselines)}): {bare * 1000:.1f} ms\n")

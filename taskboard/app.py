@@ -17,13 +17,14 @@ from .errors import TaskError, UsageError
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Any, Callable, Optional
+    from collections.abc import Callable
+    from typing import Any
 
 
 class App:
     """What every command shares: the board, who is calling, how to speak."""
 
-    def __init__(self, board_dir: Optional[str], timeout: Optional[float], caller: Optional[str]):
+    def __init__(self, board_dir: str | None, timeout: float | None, caller: str | None):
         self.board_dir = board_dir
         self.timeout = timeout
         self.caller_flag = caller
@@ -110,7 +111,12 @@ def damage(app: App, listing) -> None:
         for exc in listing.damaged[:-1]:
             app.warn(exc.message)
         last = listing.damaged[-1]
-        raise type(last)(last.message + (f" (and {len(listing.damaged) - 1} more damaged file(s) above)" if len(listing.damaged) > 1 else ""), last.file, last.rule)
+        raise type(last)(
+            last.message
+            + (f" (and {len(listing.damaged) - 1} more damaged file(s) above)" if len(listing.damaged) > 1 else ""),
+            last.file,
+            last.rule,
+        )
 
 
 def show_record(app: App, outcome) -> None:
@@ -119,6 +125,7 @@ def show_record(app: App, outcome) -> None:
         app.data(outcome.record)
     else:
         from .model import MARKERS
+
         record = outcome.record
         write(sys.stdout, f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}\n")
     app.report(outcome)
@@ -131,13 +138,20 @@ def show_task(app: App, task_id: int) -> None:
     else:
         record, neighbours = app.board.get_with_neighbours(task_id)
         from . import render
+
         render.show_task(record, neighbours, plain=app.plain())
     for note in app.board.store.recovered:  # an interrupted change it finished is news, as for every command
         app.warn(note)
 
 
-def show_list(app: App, statuses=(), owner: Optional[str] = None, ready: bool = False, blocked: bool = False,
-              include_deleted: bool = False) -> None:
+def show_list(
+    app: App,
+    statuses=(),
+    owner: str | None = None,
+    ready: bool = False,
+    blocked: bool = False,
+    include_deleted: bool = False,
+) -> None:
     """`list` and `ready`: every readable task that matches, then the damage, if any."""
     if ready and blocked:  # a usage error comes before any wait for the board
         raise UsageError("--ready and --blocked exclude each other; ask for one")
@@ -147,6 +161,7 @@ def show_list(app: App, statuses=(), owner: Optional[str] = None, ready: bool = 
         app.data(chosen)
     else:
         from . import render
+
         render.show_list(chosen, listing, plain=app.plain())
     damage(app, listing)
 
@@ -154,7 +169,7 @@ def show_list(app: App, statuses=(), owner: Optional[str] = None, ready: bool = 
 # -- entry point ----------------------------------------------------------------------
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
     app = App(None, None, None)
@@ -164,12 +179,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         if fast is not None:
             return fast()
         from .cli import run
+
         return run(args, app)
     except TaskError as exc:
         return fail(json_mode, exc.code, exc.message, exc.exit_code)
     except PermissionError as exc:  # a board this user may not read or write: name it, it is no bug
-        return fail(json_mode, "corrupt", f"{exc.filename or 'the board'}: {exc.strerror.lower()}; "
-                    "check the permissions of the board folder", 6)
+        return fail(
+            json_mode,
+            "corrupt",
+            f"{exc.filename or 'the board'}: {exc.strerror.lower()}; check the permissions of the board folder",
+            6,
+        )
     except BrokenPipeError:
         _silence_stdout()
         return 0
@@ -178,10 +198,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except Exception as exc:  # a bug: say so plainly, trace only on request
         if os.environ.get("TASKS_DEBUG"):
             raise
-        return fail(json_mode, "internal", f"internal error: {type(exc).__name__}: {exc} (set TASKS_DEBUG=1 for a trace)", 1)
+        return fail(
+            json_mode, "internal", f"internal error: {type(exc).__name__}: {exc} (set TASKS_DEBUG=1 for a trace)", 1
+        )
 
 
-def fast_command(args: list[str], app: App) -> Optional[Callable[[], int]]:
+def fast_command(args: list[str], app: App) -> Callable[[], int] | None:
     """`[--dir P] get ID --json`, `list --json`, `ready --json` and `create SUBJECT --json`:
     the calls agents make in loops, run without importing click. Anything else, even a
     spelling of these that click would accept, returns None and goes through click,

@@ -12,20 +12,32 @@ import json
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError
 from .model import (
-    EXTENSION_KEYS, OPEN, REMOVE, Record, check_description, check_owner, check_status,
-    check_subject, encode, file_name, new_record, new_uid, now,
+    EXTENSION_KEYS,
+    OPEN,
+    REMOVE,
+    Record,
+    check_description,
+    check_owner,
+    check_status,
+    check_subject,
+    encode,
+    file_name,
+    new_record,
+    new_uid,
+    now,
 )
 from .store import Store
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Any, Iterable, Optional
+    from collections.abc import Iterable
+    from typing import Any
 
 
 class Outcome:
     """What a change did: the record it was about and what the user should hear."""
 
-    def __init__(self, record: Optional[Record] = None):
+    def __init__(self, record: Record | None = None):
         self.record = record
         self.unblocked: list[int] = []
         self.warnings: list[str] = []
@@ -48,14 +60,14 @@ class Change:
     def __init__(self, store: Store):
         self.store = store
         self.records: dict[int, Record] = {}
-        self.before: dict[int, Optional[bytes]] = {}
+        self.before: dict[int, bytes | None] = {}
 
     def get(self, task_id: int) -> Record:
         if task_id not in self.records:
             self.records[task_id] = self.store.read(task_id)
         return self.records[task_id]
 
-    def find(self, task_id: int) -> Optional[Record]:
+    def find(self, task_id: int) -> Record | None:
         try:
             return self.get(task_id)
         except NotFound:
@@ -75,7 +87,7 @@ class Change:
         record = self.find(task_id)
         return record["blocks"] if record else []
 
-    def lookup(self, task_id: int) -> Optional[Record]:
+    def lookup(self, task_id: int) -> Record | None:
         return self.find(task_id)
 
     def commit(self) -> list[int]:
@@ -126,11 +138,11 @@ class Board:
         with self.store.reading():
             return self.store.read(task_id)
 
-    def get_with_neighbours(self, task_id: int) -> tuple[Record, dict[int, Optional[Record]]]:
+    def get_with_neighbours(self, task_id: int) -> tuple[Record, dict[int, Record | None]]:
         """A task and the records its lists name (None where missing or unreadable)."""
         with self.store.reading():
             record = self.store.read(task_id)
-            neighbours: dict[int, Optional[Record]] = {}
+            neighbours: dict[int, Record | None] = {}
             for other in record["blockedBy"] + record["blocks"]:
                 try:
                     neighbours[other] = self.store.read(other)
@@ -145,7 +157,7 @@ class Board:
         unknown = {"status": "in_progress"}  # an unreadable blocker may still be open
         damaged_ids = {_id_of(exc.file) for exc in damaged}
 
-        def lookup(task_id: int) -> Optional[Record]:
+        def lookup(task_id: int) -> Record | None:
             found = by_id.get(task_id)
             if found is None and task_id in damaged_ids:
                 return unknown
@@ -153,8 +165,15 @@ class Board:
 
         return Listing(records, damaged, lookup)
 
-    def select(self, listing: Listing, statuses: Iterable[str] = (), owner: Optional[str] = None,
-               ready: bool = False, blocked: bool = False, include_deleted: bool = False) -> list[Record]:
+    def select(
+        self,
+        listing: Listing,
+        statuses: Iterable[str] = (),
+        owner: str | None = None,
+        ready: bool = False,
+        blocked: bool = False,
+        include_deleted: bool = False,
+    ) -> list[Record]:
         if ready and blocked:
             raise UsageError("--ready and --blocked exclude each other; ask for one")
         wanted = {check_status(status) for status in statuses}
@@ -183,8 +202,15 @@ class Board:
             self.store.write_git_files()
         return missing
 
-    def create(self, subject: str, description: str = "", blocked_by: Iterable[int] = (),
-               blocks: Iterable[int] = (), owner: str = "", metadata: Optional[dict] = None) -> Outcome:
+    def create(
+        self,
+        subject: str,
+        description: str = "",
+        blocked_by: Iterable[int] = (),
+        blocks: Iterable[int] = (),
+        owner: str = "",
+        metadata: dict | None = None,
+    ) -> Outcome:
         check_subject(subject)
         check_description(description)
         check_owner(owner)
@@ -209,11 +235,20 @@ class Board:
         outcome.changed = True
         return outcome
 
-    def update(self, task_id: int, subject: Optional[str] = None, description: Optional[str] = None,
-               status: Optional[str] = None, owner: Optional[str] = None,
-               add_blocked_by: Iterable[int] = (), add_blocks: Iterable[int] = (),
-               remove_blocked_by: Iterable[int] = (), remove_blocks: Iterable[int] = (),
-               metadata: Optional[dict] = None, force: bool = False) -> Outcome:
+    def update(
+        self,
+        task_id: int,
+        subject: str | None = None,
+        description: str | None = None,
+        status: str | None = None,
+        owner: str | None = None,
+        add_blocked_by: Iterable[int] = (),
+        add_blocks: Iterable[int] = (),
+        remove_blocked_by: Iterable[int] = (),
+        remove_blocks: Iterable[int] = (),
+        metadata: dict | None = None,
+        force: bool = False,
+    ) -> Outcome:
         # usage first
         if subject is not None:
             check_subject(subject)
@@ -225,7 +260,10 @@ class Board:
             check_status(status)
         add_blocked_by, add_blocks = sorted(set(add_blocked_by)), sorted(set(add_blocks))
         remove_blocked_by, remove_blocks = sorted(set(remove_blocked_by)), sorted(set(remove_blocks))
-        for added, removed, flag in ((add_blocked_by, remove_blocked_by, "blocked-by"), (add_blocks, remove_blocks, "blocks")):
+        for added, removed, flag in (
+            (add_blocked_by, remove_blocked_by, "blocked-by"),
+            (add_blocks, remove_blocks, "blocks"),
+        ):
             both = sorted(set(added) & set(removed))
             if both:
                 raise UsageError(f"--add-{flag} and --remove-{flag} both name {_ids(both)}; say one")
@@ -244,8 +282,11 @@ class Board:
             # then refusals
             wants_change = any(value is not None for value in (subject, description, status, owner, metadata)) or others
             if record["status"] == "deleted" and wants_change:
-                raise Refused(f"#{task_id} is already deleted" if status == "deleted"
-                              else f"#{task_id} is deleted; a deleted task cannot change")
+                raise Refused(
+                    f"#{task_id} is already deleted"
+                    if status == "deleted"
+                    else f"#{task_id} is deleted; a deleted task cannot change"
+                )
             for other in others:
                 _refuse_deleted(change.get(other), "name it in an edge")
             if (status is not None and status != record["status"]) or (owner is not None and owner != record["owner"]):
@@ -264,8 +305,11 @@ class Board:
             watched = set(add_blocks) | set(remove_blocks) | ({task_id} if remove_blocked_by else set())
             if status == "completed" and record["status"] != "completed":
                 watched |= set(record["blocks"])  # only a completion can free dependents
-            was_ready = {tid: graph.is_ready(found, change.lookup)
-                         for tid in sorted(watched) if (found := change.find(tid)) is not None}
+            was_ready = {
+                tid: graph.is_ready(found, change.lookup)
+                for tid in sorted(watched)
+                if (found := change.find(tid)) is not None
+            }
             for blocker in remove_blocked_by:
                 if not _unlink(change, blocker, task_id):
                     outcome.warnings.append(f"#{blocker} did not block #{task_id}")
@@ -280,8 +324,9 @@ class Board:
                 _set_status(change, edited, status, self.caller)
             if owner is not None:
                 edited["owner"] = owner
-            outcome.unblocked = [tid for tid, ready in was_ready.items()
-                                 if not ready and graph.is_ready(change.get(tid), change.lookup)]
+            outcome.unblocked = [
+                tid for tid, ready in was_ready.items() if not ready and graph.is_ready(change.get(tid), change.lookup)
+            ]
             outcome.changed = bool(change.commit())
             outcome.record = edited
         return outcome
@@ -289,7 +334,7 @@ class Board:
     def delete(self, task_id: int, force: bool = False) -> Outcome:
         return self.update(task_id, status="deleted", force=force)
 
-    def claim(self, task_id: Optional[int], owner: str) -> Outcome:
+    def claim(self, task_id: int | None, owner: str) -> Outcome:
         if not owner:
             raise UsageError("claim needs an owner: pass --owner NAME, --as NAME or set TASKS_OWNER")
         check_owner(owner)
@@ -352,8 +397,9 @@ class Board:
         """A named caller may not take over a task another owner is working on."""
         holder = record["owner"]
         if self.caller and not force and record["status"] == "in_progress" and holder not in ("", self.caller):
-            raise Refused(f"#{record['id']} is in progress and held by {holder}; "
-                          f"you are {self.caller} (pass --force to override)")
+            raise Refused(
+                f"#{record['id']} is in progress and held by {holder}; you are {self.caller} (pass --force to override)"
+            )
 
     def _delete(self, change: Change, record: Record, outcome: Outcome) -> Outcome:
         """Logical delete: the file stays; every edge naming the task goes, on both sides."""
@@ -367,8 +413,9 @@ class Board:
             try:
                 other = change.get(other_id)
             except Corrupt as exc:  # it may name the task; deleting past it would leave a dangling edge
-                raise Corrupt(f"cannot delete #{task_id}: {exc.message} (repair it, or see tasks check)",
-                              exc.file, exc.rule) from None
+                raise Corrupt(
+                    f"cannot delete #{task_id}: {exc.message} (repair it, or see tasks check)", exc.file, exc.rule
+                ) from None
             except NotFound:
                 continue
             if task_id in other["blocks"] or task_id in other["blockedBy"]:
@@ -377,8 +424,9 @@ class Board:
                 edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
         edited = change.edit(task_id)
         edited["status"], edited["blockedBy"], edited["blocks"] = "deleted", [], []
-        outcome.unblocked = [dep for dep in dependents
-                             if not was_ready[dep] and graph.is_ready(change.get(dep), change.lookup)]
+        outcome.unblocked = [
+            dep for dep in dependents if not was_ready[dep] and graph.is_ready(change.get(dep), change.lookup)
+        ]
         outcome.changed = bool(change.commit())
         outcome.record = edited
         return outcome
@@ -392,13 +440,16 @@ class Board:
         lock = self.store.writing() if fix else self.store.reading()
         with lock:
             problems = run_check(self.store, Change(self.store) if fix else None)
-        recovered = [{"file": None, "task": None, "rule": "interrupted-change", "message": note, "fixed": True}
-                     for note in self.store.recovered]
+        recovered = [
+            {"file": None, "task": None, "rule": "interrupted-change", "message": note, "fixed": True}
+            for note in self.store.recovered
+        ]
         return recovered + problems
 
 
-def _id_of(name: str) -> Optional[int]:
+def _id_of(name: str) -> int | None:
     from .model import id_from_file_name
+
     return id_from_file_name(name)
 
 
@@ -411,7 +462,9 @@ def _link(change: Change, blocker_id: int, dependent_id: int) -> None:
     """Add the edge blocker → dependent, refusing one that would close a cycle."""
     cycle = graph.cycle_through_new_edge(blocker_id, dependent_id, change.successors)
     if cycle:
-        raise Refused(f"#{blocker_id} cannot block #{dependent_id}: that would close the cycle {graph.format_cycle(cycle)}")
+        raise Refused(
+            f"#{blocker_id} cannot block #{dependent_id}: that would close the cycle {graph.format_cycle(cycle)}"
+        )
     blocker = change.edit(blocker_id)
     if dependent_id not in blocker["blocks"]:
         blocker["blocks"] = blocker["blocks"] + [dependent_id]
@@ -431,7 +484,7 @@ def _unlink(change: Change, blocker_id: int, dependent_id: int) -> bool:
     return True
 
 
-def _apply_meta(record: Record, metadata: Optional[dict]) -> None:
+def _apply_meta(record: Record, metadata: dict | None) -> None:
     if not metadata:
         return
     merged = dict(record.get("metadata", {}))
@@ -454,7 +507,9 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> Non
             raise Refused(f"#{task_id} is blocked by {_ids(blockers)}")
     dependents = []
     if "completed" in (old, status):  # only completing and reopening touch the dependents
-        dependents = [dep for dep in map(change.find, record["blocks"]) if dep is not None and dep["status"] != "deleted"]
+        dependents = [
+            dep for dep in map(change.find, record["blocks"]) if dep is not None and dep["status"] != "deleted"
+        ]
     if old == "completed":  # reopen: its finished dependents rested on it too
         for dep in dependents:
             edited = change.edit(dep["id"])

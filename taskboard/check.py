@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Optional
 
 from . import graph
 from .errors import UsageError
@@ -16,7 +15,7 @@ from .store import LOCK_NAME, SCRATCH_NAME, Store, read_bytes
 _LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
 
 
-def _problem(name: Optional[str], task: Optional[int], rule: str, message: str, fixable: bool = False) -> dict:
+def _problem(name: str | None, task: int | None, rule: str, message: str, fixable: bool = False) -> dict:
     return {"file": name, "task": task, "rule": rule, "message": message, "fixed": False, "_fixable": fixable}
 
 
@@ -36,7 +35,9 @@ def run_check(store: Store, change=None) -> list[dict]:
         name = file_name(task_id)
         missing = [key for key in EXTENSION_KEYS if key not in record]
         if missing and change is not None:  # cosmetic: a plain s12 record is sound, --fix completes it
-            problems.append(_problem(name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", True))
+            problems.append(
+                _problem(name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", True)
+            )
             fixed_copy(task_id)
     # a task whose file is damaged is not missing: edges to it stay (its file is reported)
     unreadable = set(store.task_ids()) - set(records)
@@ -45,8 +46,14 @@ def run_check(store: Store, change=None) -> list[dict]:
     for blocker, dependent in graph.edges(records.values()):
         successors[blocker].append(dependent)
     for cycle in graph.find_cycles(successors):
-        problems.append(_problem(file_name(cycle[0]), cycle[0], "cycle",
-                                 f"the edges form the cycle {graph.format_cycle(cycle)}; remove one of them by hand"))
+        problems.append(
+            _problem(
+                file_name(cycle[0]),
+                cycle[0],
+                "cycle",
+                f"the edges form the cycle {graph.format_cycle(cycle)}; remove one of them by hand",
+            )
+        )
     if change is not None:  # layout is cosmetic: reported only where --fix rewrites it
         _check_format(store, records, fixes, problems, fixed_copy)
     if change is not None and fixes:
@@ -73,8 +80,19 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
         task_id = id_from_file_name(name)
         if task_id is None:
             if _LOOKS_LIKE_TASK.fullmatch(name):
-                problems.append(_problem(name, None, "file-name", f"{name} is not named task_<id>.json with a plain id, so the board ignores it"))
-            elif name not in (LOCK_NAME, SCRATCH_NAME, ".gitignore", ".gitattributes") and name.startswith(".") and name.endswith(".tmp"):
+                problems.append(
+                    _problem(
+                        name,
+                        None,
+                        "file-name",
+                        f"{name} is not named task_<id>.json with a plain id, so the board ignores it",
+                    )
+                )
+            elif (
+                name not in (LOCK_NAME, SCRATCH_NAME, ".gitignore", ".gitattributes")
+                and name.startswith(".")
+                and name.endswith(".tmp")
+            ):
                 problems.append(_problem(name, None, "scratch", f"{name} looks like a leftover temporary file"))
             continue
         try:
@@ -97,7 +115,9 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
             records[task_id] = record
     for task_id, files in claimed.items():
         if len(files) > 1:
-            problems.append(_problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}"))
+            problems.append(
+                _problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
+            )
     return records
 
 
@@ -120,7 +140,11 @@ def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy, unr
         if other_id in unreadable or (other is not None and other["status"] != "deleted"):
             return False
         what = "does not exist" if other is None else "is deleted"
-        report(task_id, "missing-task" if other is None else "deleted-linked", f"#{task_id} {relation} #{other_id}, which {what}")
+        report(
+            task_id,
+            "missing-task" if other is None else "deleted-linked",
+            f"#{task_id} {relation} #{other_id}, which {what}",
+        )
         drop(task_id, key, other_id)
         return True
 
@@ -141,10 +165,18 @@ def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy, unr
                 continue
             blocker = records[blocker_id]
             if a_id not in blocker["blocks"]:
-                report(blocker_id, "one-sided-edge", f"#{a_id} lists #{blocker_id} in blockedBy but #{blocker_id} does not block #{a_id}")
+                report(
+                    blocker_id,
+                    "one-sided-edge",
+                    f"#{a_id} lists #{blocker_id} in blockedBy but #{blocker_id} does not block #{a_id}",
+                )
                 add(blocker_id, "blocks", a_id)
             if blocker["status"] == "completed":
-                report(a_id, "completed-blocker", f"#{a_id} still lists #{blocker_id} as a blocker, but #{blocker_id} is completed")
+                report(
+                    a_id,
+                    "completed-blocker",
+                    f"#{a_id} still lists #{blocker_id} as a blocker, but #{blocker_id} is completed",
+                )
                 drop(a_id, "blockedBy", blocker_id)
 
 
@@ -159,5 +191,13 @@ def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems:
                 continue
         except OSError:
             continue
-        problems.append(_problem(name, task_id, "format", f"{name} is not in the canonical layout (indent 2, key order, sorted ids, trailing newline)", True))
+        problems.append(
+            _problem(
+                name,
+                task_id,
+                "format",
+                f"{name} is not in the canonical layout (indent 2, key order, sorted ids, trailing newline)",
+                True,
+            )
+        )
         fixed_copy(task_id)

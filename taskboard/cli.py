@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
 
 import click
 
@@ -16,7 +15,6 @@ from . import __version__
 from .app import App, check_timeout, damage, fail, show_list, show_record, show_task, write
 from .errors import UsageError
 from .model import MAX_DESCRIPTION, STATUSES, parse_id, parse_meta
-
 
 # -- parameter types ----------------------------------------------------------------
 
@@ -65,12 +63,19 @@ def _print_version(ctx: click.Context, _param, value: bool) -> None:
     ctx.exit(0)
 
 
-json_option = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set_json,
-                           is_eager=True, help="Machine output: one JSON document on stdout, JSON Lines on stderr.")
+json_option = click.option(
+    "--json",
+    "json_",
+    is_flag=True,
+    expose_value=False,
+    callback=_set_json,
+    is_eager=True,
+    help="Machine output: one JSON document on stdout, JSON Lines on stderr.",
+)
 pass_app = click.make_pass_decorator(App)
 
 
-def _description(value: Optional[str]) -> Optional[str]:
+def _description(value: str | None) -> str | None:
     """`-d -` reads the description from stdin (UTF-8)."""
     if value != "-":
         return value
@@ -83,7 +88,7 @@ def _description(value: Optional[str]) -> Optional[str]:
         raise UsageError(f"the description on stdin is not valid UTF-8 (byte {exc.start})") from None
 
 
-def _meta(items) -> Optional[dict]:
+def _meta(items) -> dict | None:
     return dict(items) if items else None
 
 
@@ -95,8 +100,14 @@ def _meta(items) -> Optional[dict]:
 @click.option("--timeout", type=SECONDS, help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).")
 @click.option("--as", "caller", metavar="NAME", help="Who is calling (else TASKS_OWNER); protects tasks others hold.")
 @click.option("--json", "json_", is_flag=True, help="Machine output for every command.")
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and exit.")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, board_dir, timeout, caller, json_):
     """A task board that lives in the repository: one JSON file per task in .tasks/,
@@ -169,18 +180,39 @@ def get(app: App, task_id):
 @click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
 @json_option
 @pass_app
-def update(app: App, task_id, subject, description, status, owner, add_blocked_by, add_blocks,
-           remove_blocked_by, remove_blocks, meta, force):
+def update(
+    app: App,
+    task_id,
+    subject,
+    description,
+    status,
+    owner,
+    add_blocked_by,
+    add_blocks,
+    remove_blocked_by,
+    remove_blocks,
+    meta,
+    force,
+):
     """Change a task; all flags apply as one change, or none does.
 
     \b
       tasks update 4 --status completed
       tasks update 4 --add-blocked-by 2 --meta priority=high
     """
-    outcome = app.board.update(task_id, subject=subject, description=_description(description), status=status,
-                               owner=owner, add_blocked_by=add_blocked_by, add_blocks=add_blocks,
-                               remove_blocked_by=remove_blocked_by, remove_blocks=remove_blocks,
-                               metadata=_meta(meta), force=force)
+    outcome = app.board.update(
+        task_id,
+        subject=subject,
+        description=_description(description),
+        status=status,
+        owner=owner,
+        add_blocked_by=add_blocked_by,
+        add_blocks=add_blocks,
+        remove_blocked_by=remove_blocked_by,
+        remove_blocks=remove_blocks,
+        metadata=_meta(meta),
+        force=force,
+    )
     show_record(app, outcome)
 
 
@@ -210,13 +242,15 @@ def claim(app: App, task_id, owner):
 
 
 def _list_options(command):
-    for option in reversed([
-        click.option("--status", "statuses", type=STATUS, multiple=True, help="Only these statuses."),
-        click.option("--owner", help="Only tasks this owner holds."),
-        click.option("--ready", is_flag=True, help="Only pending tasks with no open blocker."),
-        click.option("--blocked", is_flag=True, help="Only open tasks with an open blocker."),
-        click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks."),
-    ]):
+    for option in reversed(
+        [
+            click.option("--status", "statuses", type=STATUS, multiple=True, help="Only these statuses."),
+            click.option("--owner", help="Only tasks this owner holds."),
+            click.option("--ready", is_flag=True, help="Only pending tasks with no open blocker."),
+            click.option("--blocked", is_flag=True, help="Only open tasks with an open blocker."),
+            click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks."),
+        ]
+    ):
         command = option(command)
     return command
 
@@ -257,6 +291,7 @@ def board(app: App, svg, watch):
         damage(app, listing)
         return
     from . import render
+
     if watch:
         render.watch_board(app.board, plain=app.plain())
         return
@@ -280,6 +315,7 @@ def graph(app: App, task_id, fmt, include_deleted, svg):
       tasks graph 7            # what #7 waits on and what waits on it
     """
     from . import graph as graphs
+
     listing = app.board.listing()
     records = [r for r in listing.records if include_deleted or r["status"] != "deleted"]
     if task_id is not None:
@@ -291,14 +327,17 @@ def graph(app: App, task_id, fmt, include_deleted, svg):
         app.data({"nodes": records, "edges": [list(edge) for edge in edges]})
     elif fmt in ("dot", "mermaid") and not svg:  # text for other tools: no rich needed
         from . import diagram
+
         to_text = diagram.to_dot if fmt == "dot" else diagram.to_mermaid
         text = to_text(records, edges, listing.lookup)
         write(sys.stdout, text)
     else:
         from . import render
+
         text = render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)
     if fmt == "mermaid" and not app.json:
         from . import diagram
+
         too_big = diagram.mermaid_warning(text, len(edges), focused=task_id is not None)
         if too_big:
             app.warn(too_big)
@@ -313,7 +352,11 @@ def _neighbourhood(records, task_id, graphs):
     for blocker, dependent in graphs.edges(records):
         down.setdefault(blocker, []).append(dependent)
         up.setdefault(dependent, []).append(blocker)
-    keep = {task_id} | graphs.downstream(task_id, lambda n: down.get(n, ())) | graphs.downstream(task_id, lambda n: up.get(n, ()))
+    keep = (
+        {task_id}
+        | graphs.downstream(task_id, lambda n: down.get(n, ()))
+        | graphs.downstream(task_id, lambda n: up.get(n, ()))
+    )
     return [by_id[i] for i in sorted(keep) if i in by_id]
 
 
@@ -330,6 +373,7 @@ def check(app: App, fix):
         app.data({"ok": ok, "problems": problems})
     else:
         from . import render
+
         render.show_check(problems, ok, plain=app.plain())
     if not ok:
         raise click.exceptions.Exit(6)
@@ -351,7 +395,11 @@ def run(args: list[str], app: App) -> int:
         write(sys.stderr, exc.format_message() + "\n")
         return 2
     except click.UsageError as exc:
-        hint = f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help." if exc.ctx and not json_mode else ""
+        hint = (
+            f"\n{exc.ctx.get_usage()}\nTry '{exc.ctx.command_path} --help' for help."
+            if exc.ctx and not json_mode
+            else ""
+        )
         return fail(json_mode, "usage", exc.format_message(), 2, hint)
     except click.ClickException as exc:
         return fail(json_mode, "usage", exc.format_message(), 2)

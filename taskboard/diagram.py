@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import re
 import textwrap
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from . import graph
 from .model import OPEN, Record
 
 # The state a person cares about: a pending task is either ready or blocked.
 STATES = ("blocked", "ready", "in_progress", "completed", "deleted")
-STATE_LABELS = {"blocked": "blocked", "ready": "ready", "in_progress": "in progress",
-                "completed": "done", "deleted": "deleted"}
+STATE_LABELS = {
+    "blocked": "blocked",
+    "ready": "ready",
+    "in_progress": "in progress",
+    "completed": "done",
+    "deleted": "deleted",
+}
 # Kanban columns, left to right, and the state each one holds.
 COLUMNS = (("Blocked", "blocked"), ("Ready", "ready"), ("In progress", "in_progress"), ("Done", "completed"))
 
@@ -50,16 +55,19 @@ def counts(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, int]:
     return tally
 
 
-def summary(records: Iterable[Record], lookup: graph.Lookup, shown: Optional[int] = None,
-            with_deleted: bool = False) -> str:
+def summary(
+    records: Iterable[Record], lookup: graph.Lookup, shown: int | None = None, with_deleted: bool = False
+) -> str:
     """`12 tasks · 3 ready · 2 in progress · 5 blocked · 2 done` over the whole board;
     the four states partition the live tasks, so the parts add up to the total. When
     the view lists deleted tasks too (`list --all`), they count in the total, so the
     parts still add up and `(N shown)` compares like with like."""
     tally = counts(records, lookup)
     total = tally["tasks"] + (tally["deleted"] if with_deleted else 0)
-    text = (f"{total} tasks · {tally['ready']} ready · {tally['in_progress']} in progress · "
-            f"{tally['blocked']} blocked · {tally['completed']} done")
+    text = (
+        f"{total} tasks · {tally['ready']} ready · {tally['in_progress']} in progress · "
+        f"{tally['blocked']} blocked · {tally['completed']} done"
+    )
     if tally["deleted"]:
         text += f" · {tally['deleted']} deleted"
     if shown is not None and shown != total:
@@ -128,8 +136,9 @@ def _dot_string(text: str) -> str:
 
 
 def _label_lines(record: Record) -> list[str]:
-    lines = textwrap.wrap(f"#{record['id']} {record['subject']}", _LABEL_WIDTH,
-                          break_long_words=True, break_on_hyphens=False) or [f"#{record['id']}"]
+    lines = textwrap.wrap(
+        f"#{record['id']} {record['subject']}", _LABEL_WIDTH, break_long_words=True, break_on_hyphens=False
+    ) or [f"#{record['id']}"]
     if record["owner"]:
         lines.append(f"@{record['owner']}")
     return lines
@@ -148,9 +157,11 @@ def to_dot(records: list[Record], edges: Iterable[tuple[int, int]], lookup: grap
         key = state(record, lookup)
         fill, outline, font, extra = _DOT_STYLES[key]
         label = "\\n".join(_dot_string(line)[1:-1] for line in _label_lines(record))
-        lines.append(f'  t{record["id"]} [label="{label}", fillcolor={fill}, color={outline}, '
-                     f'fontcolor={font}, style="rounded,filled{extra}", '
-                     f'tooltip={_dot_string(STATE_LABELS[key])}];')
+        lines.append(
+            f'  t{record["id"]} [label="{label}", fillcolor={fill}, color={outline}, '
+            f'fontcolor={font}, style="rounded,filled{extra}", '
+            f"tooltip={_dot_string(STATE_LABELS[key])}];"
+        )
     lines += [f"  t{blocker} -> t{dependent};" for blocker, dependent in edges]
     return "\n".join(lines + ["}"]) + "\n"
 
@@ -196,7 +207,7 @@ MERMAID_MAX_EDGES = 500
 MERMAID_MAX_CHARS = 50_000
 
 
-def mermaid_warning(text: str, edge_count: int, focused: bool = False) -> Optional[str]:
+def mermaid_warning(text: str, edge_count: int, focused: bool = False) -> str | None:
     """Why GitHub will not draw this flowchart, or None when it will."""
     over = []
     if edge_count > MERMAID_MAX_EDGES:
@@ -205,8 +216,11 @@ def mermaid_warning(text: str, edge_count: int, focused: bool = False) -> Option
         over.append(f"{len(text)} characters (GitHub draws at most {MERMAID_MAX_CHARS})")
     if not over:
         return None
-    hint = ("a task with fewer neighbours draws less" if focused
-            else "`tasks graph ID --format mermaid` draws only what one task waits on and unlocks")
+    hint = (
+        "a task with fewer neighbours draws less"
+        if focused
+        else "`tasks graph ID --format mermaid` draws only what one task waits on and unlocks"
+    )
     return f"the Mermaid diagram has {' and '.join(over)}, so GitHub will not render it; {hint}"
 
 

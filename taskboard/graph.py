@@ -11,9 +11,9 @@ from .model import OPEN, Record
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Callable, Iterable, Optional
+    from collections.abc import Callable, Iterable
 
-    Lookup = Callable[[int], Optional[Record]]
+    Lookup = Callable[[int], Record | None]
 
 
 def open_blockers(record: Record, lookup: Lookup) -> list[int]:
@@ -57,7 +57,9 @@ def find_path(start: int, goal: int, successors: Callable[[int], Iterable[int]])
     return None
 
 
-def cycle_through_new_edge(blocker: int, dependent: int, successors: Callable[[int], Iterable[int]]) -> list[int] | None:
+def cycle_through_new_edge(
+    blocker: int, dependent: int, successors: Callable[[int], Iterable[int]]
+) -> list[int] | None:
     """The cycle that the edge blocker → dependent would close, as a closed walk
     [blocker, dependent, …, blocker], or None when the edge is safe."""
     if blocker == dependent:

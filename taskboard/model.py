@@ -41,9 +41,17 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _TYPES = {
-    "id": int, "subject": str, "description": str, "status": str,
-    "blockedBy": list, "blocks": list, "owner": str,
-    "uid": str, "metadata": dict, "createdAt": str, "updatedAt": str,
+    "id": int,
+    "subject": str,
+    "description": str,
+    "status": str,
+    "blockedBy": list,
+    "blocks": list,
+    "owner": str,
+    "uid": str,
+    "metadata": dict,
+    "createdAt": str,
+    "updatedAt": str,
 }
 
 
@@ -208,9 +216,17 @@ REMOVE = object()
 
 def new_record(task_id: int, subject: str, description: str, owner: str, metadata: dict, stamp: str) -> Record:
     return {
-        "id": task_id, "subject": subject, "description": description, "status": "pending",
-        "blockedBy": [], "blocks": [], "owner": owner, "uid": new_uid(),
-        "metadata": metadata, "createdAt": stamp, "updatedAt": stamp,
+        "id": task_id,
+        "subject": subject,
+        "description": description,
+        "status": "pending",
+        "blockedBy": [],
+        "blocks": [],
+        "owner": owner,
+        "uid": new_uid(),
+        "metadata": metadata,
+        "createdAt": stamp,
+        "updatedAt": stamp,
     }
 
 
@@ -259,8 +275,13 @@ def _plainly_sound(record: Any, name: str) -> bool:
         return False
     get = record.get
     task_id, status = get("id"), get("status")
-    if type(task_id) is not int or task_id <= 0 or type(status) is not str or status not in _STATUS_SET \
-            or name != f"task_{task_id}.json":
+    if (
+        type(task_id) is not int
+        or task_id <= 0
+        or type(status) is not str
+        or status not in _STATUS_SET
+        or name != f"task_{task_id}.json"
+    ):
         return False
     if not (type(get("subject")) is str and type(get("description")) is str and type(get("owner")) is str):
         return False

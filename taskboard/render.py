@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import time
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 
 from rich import box
 from rich.cells import cell_len
@@ -30,8 +30,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from . import diagram
-from .errors import UsageError
 from .diagram import STATE_LABELS, state
+from .errors import UsageError
 from .graph import open_blockers
 from .model import MARKERS, Record
 
@@ -43,12 +43,21 @@ CARD_SUBJECT = 120  # a kanban card shows at most this many characters of the su
 NARROW = 64  # below this many columns the board stacks its columns and the list drops columns
 
 
-def console(plain: bool, stderr: bool = False, record: bool = False, width: Optional[int] = None) -> Console:
+def console(plain: bool, stderr: bool = False, record: bool = False, width: int | None = None) -> Console:
     """The console a command prints to. Plain: no colour, no terminal codes at all."""
     stream = _lossy(sys.stderr if stderr else sys.stdout)
     if plain:
-        return Console(file=stream, no_color=True, highlight=False, force_terminal=False, color_system=None,
-                       record=record, emoji=False, markup=False, width=width)
+        return Console(
+            file=stream,
+            no_color=True,
+            highlight=False,
+            force_terminal=False,
+            color_system=None,
+            record=record,
+            emoji=False,
+            markup=False,
+            width=width,
+        )
     return Console(file=stream, highlight=False, record=record, emoji=False, markup=False, width=width)
 
 
@@ -74,11 +83,20 @@ def _lossy(stream):
     return stream if encoding.startswith("utf") else _Lossy(stream)
 
 
-def plain_text(renderable: RenderableType, width: int, height: Optional[int] = None) -> str:
+def plain_text(renderable: RenderableType, width: int, height: int | None = None) -> str:
     """A view as plain-mode text: no codes, and no trailing spaces (rich pads grids
     and indents to the full width)."""
-    out = Console(file=io.StringIO(), width=width, height=height, no_color=True, color_system=None, force_terminal=False,
-                  highlight=False, emoji=False, markup=False)
+    out = Console(
+        file=io.StringIO(),
+        width=width,
+        height=height,
+        no_color=True,
+        color_system=None,
+        force_terminal=False,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     out.print(renderable)
     return "".join(line.rstrip() + "\n" for line in out.file.getvalue().splitlines())
 
@@ -110,14 +128,21 @@ def _ids(ids: Iterable[int]) -> str:
     return ", ".join(f"#{task_id}" for task_id in ids)
 
 
-def summary_text(records: list[Record], lookup, shown: Optional[int] = None, plain: bool = False,
-                 with_deleted: bool = False) -> Text:
+def summary_text(
+    records: list[Record], lookup, shown: int | None = None, plain: bool = False, with_deleted: bool = False
+) -> Text:
     """The one-line summary, each count coloured like its state outside plain mode."""
     line = diagram.summary(records, lookup, shown, with_deleted)
     if plain:
         return Text(line)
-    styles = {"tasks": "bold", "ready": STATE_STYLES["ready"], "progress": STATE_STYLES["in_progress"],
-              "blocked": STATE_STYLES["blocked"], "done": STATE_STYLES["completed"], "deleted": "dim"}
+    styles = {
+        "tasks": "bold",
+        "ready": STATE_STYLES["ready"],
+        "progress": STATE_STYLES["in_progress"],
+        "blocked": STATE_STYLES["blocked"],
+        "done": STATE_STYLES["completed"],
+        "deleted": "dim",
+    }
     text = Text()
     for index, part in enumerate(line.split(" · ")):
         if index:
@@ -133,8 +158,16 @@ def _write_svg(renderable: RenderableType, path: str, title: str) -> None:
     """The picture of a view: always in colour, as wide as the terminal, or SVG_WIDTH
     when there is none (so `make pictures` gives the same file every time)."""
     width = os.get_terminal_size(sys.stdout.fileno()).columns if _stdout_is_terminal() else SVG_WIDTH
-    picture = Console(file=io.StringIO(), record=True, width=width, force_terminal=True,
-                      color_system="truecolor", highlight=False, emoji=False, markup=False)
+    picture = Console(
+        file=io.StringIO(),
+        record=True,
+        width=width,
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     picture.print(renderable)
     try:
         picture.save_svg(path, title=title)
@@ -181,15 +214,31 @@ class TaskTable:
         # name: [header, cells, width, right-aligned]
         columns = {
             "id": ["id", [Text(f"#{r['id']}", style="bold") for r, *_ in rows], 0, True],
-            "status": ["status", [Text(f"{SYMBOLS[key]} {STATE_LABELS[key]}", style=STATE_STYLES[key])
-                                  for _, key, *_ in rows], 0, False],
-            "subject": ["subject", [Text(r["subject"], style="dim" if r["status"] == "deleted" else "")
-                                    for r, *_ in rows], 0, False],
+            "status": [
+                "status",
+                [Text(f"{SYMBOLS[key]} {STATE_LABELS[key]}", style=STATE_STYLES[key]) for _, key, *_ in rows],
+                0,
+                False,
+            ],
+            "subject": [
+                "subject",
+                [Text(r["subject"], style="dim" if r["status"] == "deleted" else "") for r, *_ in rows],
+                0,
+                False,
+            ],
             "owner": ["owner", [Text(r["owner"], style=OWNER_STYLE) for r, *_ in rows], 0, False],
-            "blocked": ["blocked by", [Text(_ids(b) if len(b) <= 3 else f"{_ids(b[:3])} +{len(b) - 3}", style="red")
-                                       for _, _, b, _ in rows], 0, False],
-            "unlocks": ["unlocks", [Text(str(n) if n else "", style="bold yellow" if n == top else "")
-                                    for *_, n in rows], 0, True],
+            "blocked": [
+                "blocked by",
+                [Text(_ids(b) if len(b) <= 3 else f"{_ids(b[:3])} +{len(b) - 3}", style="red") for _, _, b, _ in rows],
+                0,
+                False,
+            ],
+            "unlocks": [
+                "unlocks",
+                [Text(str(n) if n else "", style="bold yellow" if n == top else "") for *_, n in rows],
+                0,
+                True,
+            ],
         }
         if self.plain:
             columns["status"][:2] = ["", marks]
@@ -262,7 +311,9 @@ def show_list(records: list[Record], listing, plain: bool) -> None:
     if plain:
         text = "".join(line + "\n" for line in plain_lines(records, listing))
         _write(sys.stdout, text)
-        _write(sys.stderr, diagram.summary(listing.records, listing.lookup, len(records), _lists_deleted(records)) + "\n")
+        _write(
+            sys.stderr, diagram.summary(listing.records, listing.lookup, len(records), _lists_deleted(records)) + "\n"
+        )
         return
     console(plain).print(list_view(records, listing, plain))
 
@@ -286,8 +337,10 @@ def _card(record: Record, key: str, lookup, unlock: int, plain: bool) -> Text:
         card.append(MARKERS[record["status"]] + " ")
     card.append(f"#{record['id']}", style=f"bold {STATE_STYLES[key]}")
     subject = record["subject"]
-    card.append(" " + (subject if len(subject) <= CARD_SUBJECT else subject[:CARD_SUBJECT - 1] + "…"),
-                style="dim" if key == "completed" else "")
+    card.append(
+        " " + (subject if len(subject) <= CARD_SUBJECT else subject[: CARD_SUBJECT - 1] + "…"),
+        style="dim" if key == "completed" else "",
+    )
     if record["owner"]:
         card.append("\n@" + record["owner"], style=OWNER_STYLE)
     blockers = open_blockers(record, lookup) if key != "completed" else []
@@ -304,11 +357,11 @@ class BoardView:
     `limit` caps the cards drawn per column (the rest become `+N more`), for a view
     that must fit a terminal's height."""
 
-    def __init__(self, listing, plain: bool = False, limit: Optional[int] = None):
+    def __init__(self, listing, plain: bool = False, limit: int | None = None):
         self.listing = listing
         self.plain = plain
         self.limit = limit
-        self._cards: Optional[dict[str, list[Text]]] = None
+        self._cards: dict[str, list[Text]] | None = None
 
     def cards(self) -> dict[str, list[Text]]:
         if self._cards is None:
@@ -326,7 +379,7 @@ class BoardView:
         """The cards drawn for a column: all, or `limit` of them and `+N more`."""
         if self.limit is None or len(column) <= self.limit:
             return column
-        return column[:self.limit] + [Text(f"+{len(column) - self.limit} more", style="dim")]
+        return column[: self.limit] + [Text(f"+{len(column) - self.limit} more", style="dim")]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cards = self.cards()
@@ -338,8 +391,9 @@ class BoardView:
                     yield Padding(card, (0, 0, 0, 2))
                 yield Text("")
             return
-        table = Table(box=box.ASCII2 if self.plain else box.ROUNDED, expand=True, show_lines=False,
-                      padding=(0, 1), safe_box=True)
+        table = Table(
+            box=box.ASCII2 if self.plain else box.ROUNDED, expand=True, show_lines=False, padding=(0, 1), safe_box=True
+        )
         for name, column in cards.items():
             table.add_column(self.header(name, keys[name], len(column)), ratio=1, overflow="fold")
         cells = []
@@ -361,7 +415,7 @@ def board_view(listing, plain: bool = False) -> RenderableType:
     return Group(BoardView(listing, plain), summary_text(listing.records, listing.lookup))
 
 
-def show_board(listing, plain: bool, svg: Optional[str] = None) -> None:
+def show_board(listing, plain: bool, svg: str | None = None) -> None:
     _show(board_view(listing, plain), plain)
     if plain:
         _write(sys.stderr, diagram.summary(listing.records, listing.lookup) + "\n")
@@ -421,9 +475,10 @@ class WatchView:
         yield Group(*top, view)
 
     @staticmethod
-    def _limit(view: BoardView, console: Console, options: ConsoleOptions, room: int) -> Optional[int]:
+    def _limit(view: BoardView, console: Console, options: ConsoleOptions, room: int) -> int | None:
         """The most cards per column whose board is at most `room` lines (at least 0)."""
-        def height(limit: Optional[int]) -> int:
+
+        def height(limit: int | None) -> int:
             view.limit = limit
             return len(console.render_lines(view, options, pad=False))
 
@@ -445,8 +500,13 @@ def watch_view(board, plain: bool = False, fit: bool = False) -> RenderableType:
     return WatchView(board, plain, fit)
 
 
-def watch_board(board, plain: Optional[bool] = None, out: Optional[Console] = None, interval: float = 0.5,
-                sleep: Callable[[float], None] = time.sleep) -> None:
+def watch_board(
+    board,
+    plain: bool | None = None,
+    out: Console | None = None,
+    interval: float = 0.5,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """Redraw the board whenever a file under it changes, until Ctrl-C. Polls the
     folder's file stats every `interval` seconds (cheap: no file is read unless one
     changed). On a terminal the view is redrawn in place (rich Live) and fits its
@@ -472,8 +532,9 @@ def watch_board(board, plain: Optional[bool] = None, out: Optional[Console] = No
                     else:
                         out.print(view)
                 sleep(interval)
-        with Live(console=out, auto_refresh=False, redirect_stdout=False, redirect_stderr=False,
-                  vertical_overflow="ellipsis") as live:
+        with Live(
+            console=out, auto_refresh=False, redirect_stdout=False, redirect_stderr=False, vertical_overflow="ellipsis"
+        ) as live:
             while True:
                 signature = board_signature(root)
                 if signature != seen:
@@ -493,7 +554,7 @@ def _plain_default() -> bool:
 # -- one task -------------------------------------------------------------------------
 
 
-def _neighbour_line(other_id: int, other: Optional[Record], lookup, plain: bool) -> Text:
+def _neighbour_line(other_id: int, other: Record | None, lookup, plain: bool) -> Text:
     if other is None:
         return Text(f"#{other_id} (missing or unreadable)", style="red")
     key = state(other, lookup)
@@ -510,7 +571,8 @@ def _neighbour_line(other_id: int, other: Optional[Record], lookup, plain: bool)
 def task_view(record: Record, neighbours: dict, plain: bool = False) -> RenderableType:
     """Every field of one task: state, owner, blockers and dependents each with subject
     and status, metadata, identity and times, then the description."""
-    def lookup(task_id: int) -> Optional[Record]:
+
+    def lookup(task_id: int) -> Record | None:
         # Only the task's neighbours were read. Any other id (a neighbour's own blocker)
         # or an unreadable neighbour counts as open: nothing is called ready on a guess,
         # and on a sound board a completed task is in no blockedBy anyway.
@@ -539,15 +601,19 @@ def task_view(record: Record, neighbours: dict, plain: bool = False) -> Renderab
         meta.add_column(no_wrap=True)
         meta.add_column(overflow="fold")
         for meta_key, value in metadata.items():
-            meta.add_row(Text(str(meta_key)), Text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+            meta.add_row(
+                Text(str(meta_key)), Text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            )
         fields.add_row("metadata", meta)
     known = {"id", "subject", "description", "status", "blockedBy", "blocks", "owner", "metadata"}
     names = {"createdAt": "created", "updatedAt": "updated"}
     for extra in record:
         if extra not in known:
             value = record[extra]
-            fields.add_row(Text(names.get(extra, extra)),
-                           Text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+            fields.add_row(
+                Text(names.get(extra, extra)),
+                Text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)),
+            )
     parts: list[RenderableType] = [fields]
     if record["description"]:
         parts += [Text(""), Text(record["description"], overflow="fold")]
@@ -558,8 +624,14 @@ def task_view(record: Record, neighbours: dict, plain: bool = False) -> Renderab
     title = _mark(record, key, plain)
     title.append(f" #{record['id']} · {STATE_LABELS[key]}", style="bold")
     subject = Text(record["subject"], style="bold", overflow="fold")
-    return Panel(Group(subject, Text(""), *parts), title=title, title_align="left", border_style=STATE_STYLES[key],
-                 box=box.ROUNDED, expand=False)
+    return Panel(
+        Group(subject, Text(""), *parts),
+        title=title,
+        title_align="left",
+        border_style=STATE_STYLES[key],
+        box=box.ROUNDED,
+        expand=False,
+    )
 
 
 def show_task(record: Record, neighbours: dict, plain: bool) -> None:
@@ -584,8 +656,9 @@ class GraphNode:
     OWNER_MAX = 20  # an owner takes at most this many cells
     SUBJECT_MIN = 24  # the owner is left out when the subject would get fewer cells (unless it fits whole)
 
-    def __init__(self, view: "GraphView", task_id: int, again: bool = False, after: Optional[int] = None,
-                 word: str = "after"):
+    def __init__(
+        self, view: GraphView, task_id: int, again: bool = False, after: int | None = None, word: str = "after"
+    ):
         self.view = view
         self.task_id = task_id
         self.again = again
@@ -658,8 +731,14 @@ class GraphView:
     subtree that would go deeper continues as a new root below, marked with the task
     it comes from (`#15 (after #14)`), so no task is lost or looks unblocked."""
 
-    def __init__(self, records: list[Record], edges: list[tuple[int, int]], lookup, focus: Optional[int] = None,
-                 plain: bool = False):
+    def __init__(
+        self,
+        records: list[Record],
+        edges: list[tuple[int, int]],
+        lookup,
+        focus: int | None = None,
+        plain: bool = False,
+    ):
         self.records = records
         self.by_id = {r["id"]: r for r in records}
         self.edges = edges
@@ -674,8 +753,17 @@ class GraphView:
             return _AsciiTree(label)
         return Tree(label, guide_style="dim")
 
-    def grow(self, tree: Tree, start: int, follow: dict[int, list[int]], seen: set[int], max_depth: int,
-             continued: list[tuple[int, int]], after: Optional[int] = None, word: str = "after") -> None:
+    def grow(
+        self,
+        tree: Tree,
+        start: int,
+        follow: dict[int, list[int]],
+        seen: set[int],
+        max_depth: int,
+        continued: list[tuple[int, int]],
+        after: int | None = None,
+        word: str = "after",
+    ) -> None:
         """Hang start's subtree (along `follow`) under tree, iteratively. Children cut
         for depth go to `continued` as (child, the task they hang from)."""
         stack = [(tree, start, 1, after)]
@@ -734,8 +822,9 @@ class GraphView:
             heading.append(f"{self.glyphs['dot']}{self.glyphs['again']} #N: drawn above", style="dim")
         yield tree
 
-    def _continue(self, tree: Tree, continued: list[tuple[int, int]], follow, seen: set[int], max_depth: int,
-                  word: str = "after") -> None:
+    def _continue(
+        self, tree: Tree, continued: list[tuple[int, int]], follow, seen: set[int], max_depth: int, word: str = "after"
+    ) -> None:
         while continued:
             node, parent = continued.pop(0)
             if node in seen:
@@ -743,12 +832,11 @@ class GraphView:
             self.grow(tree, node, follow, seen, max_depth, continued, after=parent, word=word)
 
 
-def graph_view(records: list[Record], edges, lookup, focus: Optional[int] = None, plain: bool = False) -> RenderableType:
+def graph_view(records: list[Record], edges, lookup, focus: int | None = None, plain: bool = False) -> RenderableType:
     return GraphView(records, list(edges), lookup, focus, plain)
 
 
-def show_graph(records, edges, listing, fmt: str, focus: Optional[int], plain: bool,
-               svg: Optional[str] = None) -> Optional[str]:
+def show_graph(records, edges, listing, fmt: str, focus: int | None, plain: bool, svg: str | None = None) -> str | None:
     """Print the graph in `fmt`; the DOT or Mermaid text it printed, if any."""
     text = None
     if fmt == "dot":
@@ -771,4 +859,4 @@ def show_check(problems: list[dict], ok: bool, plain: bool) -> None:
     for problem in problems:
         mark = "fixed" if problem["fixed"] else problem["rule"]
         sys.stderr.write(f"{mark}: {problem['message']}\n")
-    sys.stderr.write(("board is sound\n" if ok else f"{sum(not p['fixed'] for p in problems)} problem(s) left\n"))
+    sys.stderr.write("board is sound\n" if ok else f"{sum(not p['fixed'] for p in problems)} problem(s) left\n")

@@ -28,7 +28,7 @@ from .model import Record, decode, file_name, id_from_file_name, ids_from_file_n
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Iterator
+    from collections.abc import Iterator
 
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
@@ -220,10 +220,15 @@ class Store:
 
     def _bad_lock(self, exc: OSError) -> Exception:
         if exc.errno == errno.ELOOP:  # never lock (or create) through a link someone planted
-            return Corrupt(f"{LOCK_NAME}: is a symbolic link; remove it, the board recreates its lock file", LOCK_NAME, "symlink")
+            return Corrupt(
+                f"{LOCK_NAME}: is a symbolic link; remove it, the board recreates its lock file", LOCK_NAME, "symlink"
+            )
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # a user error, not a bug: say which file
-            return Corrupt(f"{LOCK_NAME}: cannot be locked for a change ({exc.strerror}); "
-                           f"you need write access to {self.root}", LOCK_NAME, "unreadable")
+            return Corrupt(
+                f"{LOCK_NAME}: cannot be locked for a change ({exc.strerror}); you need write access to {self.root}",
+                LOCK_NAME,
+                "unreadable",
+            )
         return exc
 
     def _busy(self) -> Busy:
@@ -328,7 +333,7 @@ class Store:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if sync:
                 os.fsync(fd)
         finally:
@@ -342,6 +347,7 @@ class Store:
         self.replacements += 1
         if os.environ.get("TASKS_TEST_CRASH_AFTER") == str(self.replacements):
             import signal  # only the crash tests pay for it: ~0.6 ms of every start-up otherwise
+
             os.kill(os.getpid(), signal.SIGKILL)
 
     def recover(self) -> list[str]:
@@ -356,8 +362,11 @@ class Store:
         if INTENT_NAME in names:
             try:
                 intent = json.loads(read_bytes(self.scratch / INTENT_NAME))
-                files = {name: text.encode("utf-8") for name, text in intent["files"].items()
-                         if id_from_file_name(name) is not None}
+                files = {
+                    name: text.encode("utf-8")
+                    for name, text in intent["files"].items()
+                    if id_from_file_name(name) is not None
+                }
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 notes.append("discarded an unreadable intent of an interrupted change")
             else:
@@ -370,6 +379,7 @@ class Store:
                 os.unlink(self.scratch / name)
             except IsADirectoryError:
                 import shutil
+
                 shutil.rmtree(self.scratch / name, ignore_errors=True)
             except FileNotFoundError:
                 pass

@@ -36,7 +36,6 @@ class Run:
 
     def __call__(self, *args: str, input: str | bytes | None = None, env: dict | None = None, expect: int | None = 0):
 
-
         runner = CliRunner()
         argv = ["--dir", str(self.board_dir), *args]
         result = runner.invoke(_Entry(), argv, input=input, env=env, catch_exceptions=False)
@@ -67,8 +66,9 @@ def run(board_dir) -> Run:
     return Run(board_dir)
 
 
-def tasks_process(*args: str, cwd: Path | None = None, env: dict | None = None, input: bytes | None = None,
-                  timeout: float = 60) -> subprocess.CompletedProcess:
+def tasks_process(
+    *args: str, cwd: Path | None = None, env: dict | None = None, input: bytes | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """`python -m taskboard ...` as a real subprocess."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([*TASKS, *args], cwd=cwd, env=full_env, input=input, capture_output=True, timeout=timeout)

@@ -13,7 +13,15 @@ from pathlib import Path
 
 STATUSES = {"pending", "in_progress", "completed", "deleted"}
 OPEN = {"pending", "in_progress"}
-REQUIRED = {"id": int, "subject": str, "description": str, "status": str, "blockedBy": list, "blocks": list, "owner": str}
+REQUIRED = {
+    "id": int,
+    "subject": str,
+    "description": str,
+    "status": str,
+    "blockedBy": list,
+    "blocks": list,
+    "owner": str,
+}
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json")
 
 
@@ -112,7 +120,7 @@ def _find_cycle(successors: dict[int, list[int]]) -> list[int] | None:
             node, children = stack[-1]
             for child in children:
                 if colour.get(child) == 1:
-                    return path[path.index(child):] + [child]
+                    return path[path.index(child) :] + [child]
                 if not colour.get(child) and child in successors:
                     colour[child] = 1
                     stack.append((child, iter(successors.get(child, ()))))
@@ -128,13 +136,28 @@ def _find_cycle(successors: dict[int, list[int]]) -> list[int] | None:
 # -- laying out boards and comparing bytes ------------------------------------------
 
 
-def record(task_id: int, subject: str | None = None, status: str = "pending", blocked_by=(), blocks=(),
-           owner: str = "", **extra) -> dict:
+def record(
+    task_id: int,
+    subject: str | None = None,
+    status: str = "pending",
+    blocked_by=(),
+    blocks=(),
+    owner: str = "",
+    **extra,
+) -> dict:
     stamp = "2026-01-01T00:00:00Z"
     base = {
-        "id": task_id, "subject": subject or f"task {task_id}", "description": "", "status": status,
-        "blockedBy": sorted(set(blocked_by)), "blocks": sorted(set(blocks)), "owner": owner,
-        "uid": f"{task_id:012x}", "metadata": {}, "createdAt": stamp, "updatedAt": stamp,
+        "id": task_id,
+        "subject": subject or f"task {task_id}",
+        "description": "",
+        "status": status,
+        "blockedBy": sorted(set(blocked_by)),
+        "blocks": sorted(set(blocks)),
+        "owner": owner,
+        "uid": f"{task_id:012x}",
+        "metadata": {},
+        "createdAt": stamp,
+        "updatedAt": stamp,
     }
     base.update(extra)
     return base

@@ -7,14 +7,12 @@ The board every case starts from: #1 pending blocks #2; #3 completed; #4 deleted
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-
 from invariants import record, snapshot, write_board
 
 MB = 1 << 20
@@ -141,8 +139,16 @@ CODES = {2: "usage", 3: "not_found", 4: "refused", 5: "busy", 6: "corrupt"}
 
 @pytest.fixture
 def board(board_dir, tmp_path):
-    write_board(board_dir, [record(1, blocks=[2]), record(2, blocked_by=[1]), record(3, status="completed"),
-                            record(4, status="deleted"), record(5, status="in_progress", owner="amy")])
+    write_board(
+        board_dir,
+        [
+            record(1, blocks=[2]),
+            record(2, blocked_by=[1]),
+            record(3, status="completed"),
+            record(4, status="deleted"),
+            record(5, status="in_progress", owner="amy"),
+        ],
+    )
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps(record(6), indent=2) + "\n")
     os.symlink(outside, board_dir / "task_6.json")
@@ -166,7 +172,9 @@ def _check_failure(result, code: int, words: str, json_mode: bool) -> None:
         assert words.lower() in result.stderr.lower()
 
 
-@pytest.mark.parametrize("args, stdin, code, words, env", CASES, ids=[f"{i:03}-{' '.join(c[0])[:40]}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "args, stdin, code, words, env", CASES, ids=[f"{i:03}-{' '.join(c[0])[:40]}" for i, c in enumerate(CASES)]
+)
 def test_bad_invocation(board, run, tmp_path, args, stdin, code, words, env):
     outside = (tmp_path / "outside.json").read_bytes()
     before = snapshot(board)
@@ -210,13 +218,24 @@ sys.stdin.read()  # hold the lock until the test closes our stdin
 
 
 def test_a_lock_held_by_another_process_is_busy(board, run):
-    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(board / ".lock")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(board / ".lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline() == "locked\n"
         before = snapshot(board)
-        for args in (["create", "x"], ["update", "1", "--status", "completed"], ["claim", "--owner", "bob"],
-                     ["list"], ["get", "1"], ["board"], ["check", "--fix"]):
+        for args in (
+            ["create", "x"],
+            ["update", "1", "--status", "completed"],
+            ["claim", "--owner", "bob"],
+            ["list"],
+            ["get", "1"],
+            ["board"],
+            ["check", "--fix"],
+        ):
             result = run("--timeout", "0.2", *args, expect=None)
             assert result.exit_code == 5, (args, result.exit_code, result.stderr)
             assert "busy" in result.stderr and "Traceback" not in result.stderr

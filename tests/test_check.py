@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from invariants import assert_sound, load_board, record, snapshot, write_board
 
 PROBLEM_KEYS = {"file", "task", "rule", "message", "fixed"}
@@ -37,48 +36,222 @@ def s12_only(rec: dict) -> dict:
 
 # name: (build(board), rule, file, task, fixable, after_fix(records) or None)
 CASES = {
-    "unparsable file": (lambda b: raw(b, "task_2.json", '{"id": 2, "subject": '), "json", "task_2.json", 2, False, None),
-    "invalid utf-8": (lambda b: (b / "task_2.json").write_bytes(b'{"id": 2, "subject": "\xff"}'), "json", "task_2.json", 2, False, None),
-    "NaN in a file": (lambda b: raw(b, "task_2.json", dumps(record(2)).replace('"metadata": {}', '"metadata": {"x": NaN}')),
-                      "json", "task_2.json", 2, False, None),
+    "unparsable file": (
+        lambda b: raw(b, "task_2.json", '{"id": 2, "subject": '),
+        "json",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "invalid utf-8": (
+        lambda b: (b / "task_2.json").write_bytes(b'{"id": 2, "subject": "\xff"}'),
+        "json",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "NaN in a file": (
+        lambda b: raw(b, "task_2.json", dumps(record(2)).replace('"metadata": {}', '"metadata": {"x": NaN}')),
+        "json",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
     "not an object": (lambda b: raw(b, "task_2.json", "[2, 3]\n"), "object", "task_2.json", 2, False, None),
     "a string record": (lambda b: raw(b, "task_2.json", '"task"\n'), "object", "task_2.json", 2, False, None),
-    "missing key": (lambda b: raw(b, "task_2.json", dumps(without(record(2), "status"))), "keys", "task_2.json", 2, False, None),
-    "id of wrong type": (lambda b: raw(b, "task_2.json", dumps(record(2, id="2"))), "type", "task_2.json", 2, False, None),
-    "blocks of wrong type": (lambda b: raw(b, "task_2.json", dumps(record(2, blocks="3"))), "type", "task_2.json", 2, False, None),
-    "boolean in blockedBy": (lambda b: raw(b, "task_2.json", dumps(record(2, blockedBy=[True]))), "type", "task_2.json", 2, False, None),
-    "owner of wrong type": (lambda b: raw(b, "task_2.json", dumps(record(2, owner=None))), "type", "task_2.json", 2, False, None),
-    "metadata of wrong type": (lambda b: raw(b, "task_2.json", dumps(record(2, metadata=[]))), "type", "task_2.json", 2, False, None),
-    "file name vs id": (lambda b: raw(b, "task_2.json", dumps(record(5))), "id-mismatch", "task_2.json", 2, False, None),
-    "duplicate ids": (lambda b: (write_board(b, [record(1)]), raw(b, "task_2.json", dumps(record(1)))),
-                      "duplicate-id", "task_1.json", 1, False, None),
-    "unknown status": (lambda b: raw(b, "task_2.json", dumps(record(2, status="done"))), "status", "task_2.json", 2, False, None),
-    "oddly named task file": (lambda b: raw(b, "task_02.json", dumps(record(2))), "file-name", "task_02.json", None, False, None),
-    "symlinked task file": (lambda b: (raw(b.parent, "elsewhere.json", dumps(record(2))), os.symlink(b.parent / "elsewhere.json", b / "task_2.json")),
-                            "symlink", "task_2.json", 2, False, None),
-    "cycle": (lambda b: write_board(b, [record(1, blocks=[2], blocked_by=[2]), record(2, blocks=[1], blocked_by=[1])]),
-              "cycle", "task_1.json", 1, False, None),
-    "self-edge": (lambda b: write_board(b, [record(1, blocks=[1], blocked_by=[1])]), "cycle", "task_1.json", 1, False, None),
-    "leftover temp file beside the tasks": (lambda b: raw(b, ".task_1.json.4242.tmp", "{"), "scratch", ".task_1.json.4242.tmp", None, False, None),
-    "one-sided edge, blocks only": (lambda b: write_board(b, [record(1, blocks=[2]), record(2)]),
-                                    "one-sided-edge", "task_2.json", 2, True, lambda r: r[2]["blockedBy"] == [1] and r[1]["blocks"] == [2]),
-    "one-sided edge, blockedBy only": (lambda b: write_board(b, [record(1), record(2, blocked_by=[1])]),
-                                       "one-sided-edge", "task_1.json", 1, True, lambda r: r[1]["blocks"] == [2] and r[2]["blockedBy"] == [1]),
-    "blocks a missing task": (lambda b: write_board(b, [record(1, blocks=[9])]),
-                              "missing-task", "task_1.json", 1, True, lambda r: r[1]["blocks"] == []),
-    "blocked by a missing task": (lambda b: write_board(b, [record(1, blocked_by=[9])]),
-                                  "missing-task", "task_1.json", 1, True, lambda r: r[1]["blockedBy"] == []),
-    "completed blocker listed": (lambda b: write_board(b, [record(1, status="completed", blocks=[2]), record(2, blocked_by=[1])]),
-                                 "completed-blocker", "task_2.json", 2, True, lambda r: r[2]["blockedBy"] == [] and r[1]["blocks"] == [2]),
-    "deleted task still blocks": (lambda b: write_board(b, [record(1, status="deleted", blocks=[2]), record(2, blocked_by=[1])]),
-                                  "deleted-linked", "task_1.json", 1, True, lambda r: r[1]["blocks"] == [] and r[2]["blockedBy"] == []),
-    "deleted task still listed": (lambda b: write_board(b, [record(1, blocks=[2]), record(2, status="deleted")]),
-                                  "deleted-linked", "task_1.json", 1, True, lambda r: r[1]["blocks"] == []),
-    "hand-written s12 record": (lambda b: raw(b, "task_1.json", dumps(s12_only(record(1)))),
-                                "keys", "task_1.json", 1, True, lambda r: len(r[1]["uid"]) == 12 and r[1]["metadata"] == {}),
-    "not canonical layout": (lambda b: raw(b, "task_1.json", json.dumps(record(1, blocks=[3, 2]), indent=4)) or
-                             write_board(b, [record(2, blocked_by=[1]), record(3, blocked_by=[1])]),
-                             "format", "task_1.json", 1, True, lambda r: r[1]["blocks"] == [2, 3]),
+    "missing key": (
+        lambda b: raw(b, "task_2.json", dumps(without(record(2), "status"))),
+        "keys",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "id of wrong type": (
+        lambda b: raw(b, "task_2.json", dumps(record(2, id="2"))),
+        "type",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "blocks of wrong type": (
+        lambda b: raw(b, "task_2.json", dumps(record(2, blocks="3"))),
+        "type",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "boolean in blockedBy": (
+        lambda b: raw(b, "task_2.json", dumps(record(2, blockedBy=[True]))),
+        "type",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "owner of wrong type": (
+        lambda b: raw(b, "task_2.json", dumps(record(2, owner=None))),
+        "type",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "metadata of wrong type": (
+        lambda b: raw(b, "task_2.json", dumps(record(2, metadata=[]))),
+        "type",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "file name vs id": (
+        lambda b: raw(b, "task_2.json", dumps(record(5))),
+        "id-mismatch",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "duplicate ids": (
+        lambda b: (write_board(b, [record(1)]), raw(b, "task_2.json", dumps(record(1)))),
+        "duplicate-id",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "unknown status": (
+        lambda b: raw(b, "task_2.json", dumps(record(2, status="done"))),
+        "status",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "oddly named task file": (
+        lambda b: raw(b, "task_02.json", dumps(record(2))),
+        "file-name",
+        "task_02.json",
+        None,
+        False,
+        None,
+    ),
+    "symlinked task file": (
+        lambda b: (
+            raw(b.parent, "elsewhere.json", dumps(record(2))),
+            os.symlink(b.parent / "elsewhere.json", b / "task_2.json"),
+        ),
+        "symlink",
+        "task_2.json",
+        2,
+        False,
+        None,
+    ),
+    "cycle": (
+        lambda b: write_board(b, [record(1, blocks=[2], blocked_by=[2]), record(2, blocks=[1], blocked_by=[1])]),
+        "cycle",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "self-edge": (
+        lambda b: write_board(b, [record(1, blocks=[1], blocked_by=[1])]),
+        "cycle",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "leftover temp file beside the tasks": (
+        lambda b: raw(b, ".task_1.json.4242.tmp", "{"),
+        "scratch",
+        ".task_1.json.4242.tmp",
+        None,
+        False,
+        None,
+    ),
+    "one-sided edge, blocks only": (
+        lambda b: write_board(b, [record(1, blocks=[2]), record(2)]),
+        "one-sided-edge",
+        "task_2.json",
+        2,
+        True,
+        lambda r: r[2]["blockedBy"] == [1] and r[1]["blocks"] == [2],
+    ),
+    "one-sided edge, blockedBy only": (
+        lambda b: write_board(b, [record(1), record(2, blocked_by=[1])]),
+        "one-sided-edge",
+        "task_1.json",
+        1,
+        True,
+        lambda r: r[1]["blocks"] == [2] and r[2]["blockedBy"] == [1],
+    ),
+    "blocks a missing task": (
+        lambda b: write_board(b, [record(1, blocks=[9])]),
+        "missing-task",
+        "task_1.json",
+        1,
+        True,
+        lambda r: r[1]["blocks"] == [],
+    ),
+    "blocked by a missing task": (
+        lambda b: write_board(b, [record(1, blocked_by=[9])]),
+        "missing-task",
+        "task_1.json",
+        1,
+        True,
+        lambda r: r[1]["blockedBy"] == [],
+    ),
+    "completed blocker listed": (
+        lambda b: write_board(b, [record(1, status="completed", blocks=[2]), record(2, blocked_by=[1])]),
+        "completed-blocker",
+        "task_2.json",
+        2,
+        True,
+        lambda r: r[2]["blockedBy"] == [] and r[1]["blocks"] == [2],
+    ),
+    "deleted task still blocks": (
+        lambda b: write_board(b, [record(1, status="deleted", blocks=[2]), record(2, blocked_by=[1])]),
+        "deleted-linked",
+        "task_1.json",
+        1,
+        True,
+        lambda r: r[1]["blocks"] == [] and r[2]["blockedBy"] == [],
+    ),
+    "deleted task still listed": (
+        lambda b: write_board(b, [record(1, blocks=[2]), record(2, status="deleted")]),
+        "deleted-linked",
+        "task_1.json",
+        1,
+        True,
+        lambda r: r[1]["blocks"] == [],
+    ),
+    "hand-written s12 record": (
+        lambda b: raw(b, "task_1.json", dumps(s12_only(record(1)))),
+        "keys",
+        "task_1.json",
+        1,
+        True,
+        lambda r: len(r[1]["uid"]) == 12 and r[1]["metadata"] == {},
+    ),
+    "not canonical layout": (
+        lambda b: (
+            raw(b, "task_1.json", json.dumps(record(1, blocks=[3, 2]), indent=4))
+            or write_board(b, [record(2, blocked_by=[1]), record(3, blocked_by=[1])])
+        ),
+        "format",
+        "task_1.json",
+        1,
+        True,
+        lambda r: r[1]["blocks"] == [2, 3],
+    ),
 }
 
 
@@ -179,12 +352,21 @@ def test_fix_repairs_the_fixable_and_reports_the_rest_together(board_dir, run):
 
 
 def load_board_except(board: Path, name: str) -> dict:
-    return {json.loads(p.read_text())["id"]: json.loads(p.read_text()) for p in board.glob("task_*.json") if p.name != name}
+    return {
+        json.loads(p.read_text())["id"]: json.loads(p.read_text()) for p in board.glob("task_*.json") if p.name != name
+    }
 
 
 def test_a_sound_board_checks_clean_and_exit_0(board_dir, run):
-    write_board(board_dir, [record(1, status="completed", blocks=[2]), record(2, blocks=[3]), record(3, blocked_by=[2]),
-                            record(4, status="deleted")])
+    write_board(
+        board_dir,
+        [
+            record(1, status="completed", blocks=[2]),
+            record(2, blocks=[3]),
+            record(3, blocked_by=[2]),
+            record(4, status="deleted"),
+        ],
+    )
     assert json.loads(run("check", "--json").stdout) == {"ok": True, "problems": []}
     assert json.loads(run("check", "--fix", "--json").stdout) == {"ok": True, "problems": []}
     assert run("check").exit_code == 0

@@ -8,8 +8,8 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import tasks_process
+
 from taskboard.model import KEY_ORDER
 
 
@@ -37,8 +37,18 @@ def test_record_bytes_are_the_canonical_encoding(run, board_dir):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["createdAt"])
     assert record["createdAt"] == record["updatedAt"]
     assert record | {"uid": "", "createdAt": "", "updatedAt": ""} == {
-        "id": 2, "subject": "Write checker", "description": "naïve → ✓", "status": "pending",
-        "blockedBy": [1], "blocks": [], "owner": "", "uid": "", "metadata": {}, "createdAt": "", "updatedAt": ""}
+        "id": 2,
+        "subject": "Write checker",
+        "description": "naïve → ✓",
+        "status": "pending",
+        "blockedBy": [1],
+        "blocks": [],
+        "owner": "",
+        "uid": "",
+        "metadata": {},
+        "createdAt": "",
+        "updatedAt": "",
+    }
 
 
 def test_unknown_keys_survive_a_rewrite(run, board_dir):
@@ -162,19 +172,22 @@ def test_removing_the_last_blocker_reports_the_freed_task(run):
 # -- status rules and owners -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("start, target, blocked, ok", [
-    ("pending", "in_progress", False, True),
-    ("pending", "in_progress", True, False),
-    ("pending", "completed", False, True),
-    ("pending", "completed", True, False),
-    ("in_progress", "completed", False, True),
-    ("in_progress", "pending", True, True),
-    ("completed", "pending", True, True),
-    ("completed", "in_progress", False, True),
-    ("completed", "in_progress", True, False),
-    ("deleted", "pending", False, False),
-    ("deleted", "completed", False, False),
-])
+@pytest.mark.parametrize(
+    "start, target, blocked, ok",
+    [
+        ("pending", "in_progress", False, True),
+        ("pending", "in_progress", True, False),
+        ("pending", "completed", False, True),
+        ("pending", "completed", True, False),
+        ("in_progress", "completed", False, True),
+        ("in_progress", "pending", True, True),
+        ("completed", "pending", True, True),
+        ("completed", "in_progress", False, True),
+        ("completed", "in_progress", True, False),
+        ("deleted", "pending", False, False),
+        ("deleted", "completed", False, False),
+    ],
+)
 def test_status_rules(run, start, target, blocked, ok):
     run("create", "blocker")
     run("create", "task")
@@ -293,7 +306,7 @@ def test_graph_formats(run):
 
 
 def test_meta_values(run):
-    run("create", "A", "--meta", "priority=2", "--meta", "labels=[\"a\",\"b\"]", "--meta", "note=hello world")
+    run("create", "A", "--meta", "priority=2", "--meta", 'labels=["a","b"]', "--meta", "note=hello world")
     assert run.record(1)["metadata"] == {"priority": 2, "labels": ["a", "b"], "note": "hello world"}
     run("update", "1", "--meta", "priority=", "--meta", "done=true")
     assert run.record(1)["metadata"] == {"labels": ["a", "b"], "note": "hello world", "done": True}
@@ -340,6 +353,7 @@ def test_read_commands_on_a_missing_board(run, board_dir):
 
 def test_version(run):
     from taskboard import __version__
+
     assert run("--version").stdout.strip() == f"tasks {__version__}"
 
 
@@ -382,14 +396,22 @@ def test_json_error_is_the_last_stderr_line_of_a_real_process(tmp_path):
     result = tasks_process("--dir", str(tmp_path / "b"), "get", "5", "--json")
     assert result.returncode == 3 and result.stdout == b""
     assert json.loads(result.stderr.decode().splitlines()[-1]) == {
-        "error": {"code": "not_found", "message": "no task #5", "exit": 3}}
+        "error": {"code": "not_found", "message": "no task #5", "exit": 3}
+    }
     assert b"Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ("update", "1", "--status", "completed"), ("delete", "1"), ("claim", "--owner", "a"),
-    ("claim", "1", "--owner", "a"), ("create", "x", "--blocked-by", "1"), ("create", "x", "--blocks", "2"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("update", "1", "--status", "completed"),
+        ("delete", "1"),
+        ("claim", "--owner", "a"),
+        ("claim", "1", "--owner", "a"),
+        ("create", "x", "--blocked-by", "1"),
+        ("create", "x", "--blocks", "2"),
+    ],
+)
 def test_failed_change_on_a_missing_board_creates_nothing(run, board_dir, args):
     run(*args, expect=3)
     assert not board_dir.exists()
@@ -403,6 +425,7 @@ def test_bare_tasks_shows_help_without_an_error_line():
 
 def test_version_as_json(run):
     from taskboard import __version__
+
     assert run.json("--version") == {"version": __version__}
 
 
@@ -466,10 +489,22 @@ def test_starting_a_task_does_not_need_its_dependents(run, board_dir):
     run("update", "1", "--status", "completed", expect=6)  # completion must edit #2
 
 
-@pytest.mark.parametrize("args", [
-    ("get", "2"), ("get", "#2"), ("get", "9"), ("get", "3"), ("get", "x"), ("get", "2", "3"), ("get",),
-    ("list",), ("ready",), ("list", "--all"), ("ready", "extra"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("get", "2"),
+        ("get", "#2"),
+        ("get", "9"),
+        ("get", "3"),
+        ("get", "x"),
+        ("get", "2", "3"),
+        ("get",),
+        ("list",),
+        ("ready",),
+        ("list", "--all"),
+        ("ready", "extra"),
+    ],
+)
 def test_fast_reads_answer_exactly_as_click_does(run, board_dir, monkeypatch, args):
     """get/list/ready --json skip click; the answer must not depend on the path taken."""
     import taskboard.app
@@ -533,10 +568,16 @@ def test_a_file_left_mid_merge_is_named_as_such(run, board_dir):
     assert "task_1.json" in error["message"] and "conflict markers" in error["message"]
 
 
-@pytest.mark.parametrize("args", [
-    [b"create", b"a\xffb"], [b"create", b"ok", b"--meta", b'k="\\udcff"'], [b"create", b"ok", b"--owner", b"\xfe"],
-    [b"create", b"ok", b"-d", b"x\xff"], [b"create", b"ok", b"--meta", b"k\xff=1"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [b"create", b"a\xffb"],
+        [b"create", b"ok", b"--meta", b'k="\\udcff"'],
+        [b"create", b"ok", b"--owner", b"\xfe"],
+        [b"create", b"ok", b"-d", b"x\xff"],
+        [b"create", b"ok", b"--meta", b"k\xff=1"],
+    ],
+)
 def test_text_that_is_not_utf8_is_a_usage_error_and_creates_nothing(tmp_path, args):
     board = tmp_path / "b"
     result = tasks_process("--dir", str(board), *args, "--json")

@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-
 from invariants import assert_sound, graph_problems, hub_board, record, scratch_left, write_board
 from worker import run_together
 
@@ -24,9 +23,14 @@ def tasks_args(board, *args: str) -> list[str]:
 
 def test_sixteen_tasks_processes_create_at_once(board_dir):
     """16 separate `tasks create` commands started together: ids exactly 1..16."""
-    commands = [subprocess.Popen([sys.executable, "-m", "taskboard", "--dir", str(board_dir), "create",
-                                  f"job {n}", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                for n in range(16)]
+    commands = [
+        subprocess.Popen(
+            [sys.executable, "-m", "taskboard", "--dir", str(board_dir), "create", f"job {n}", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(16)
+    ]
     outputs = [command.communicate(timeout=60) for command in commands]
     assert [command.returncode for command in commands] == [0] * 16, [err for _, err in outputs]
     printed = {json.loads(out)["id"]: json.loads(out)["subject"] for out, _ in outputs}
@@ -53,16 +57,28 @@ def test_sixteen_processes_each_creating_six_lose_nothing(board_dir):
     assert sorted(ids) == list(range(1, total + 1)), "a duplicate or lost id"
     records = assert_sound(board_dir)
     assert sorted(records) == list(range(1, total + 1))
-    assert sorted(r["subject"] for r in records.values()) == sorted(f"w{w} n{n}" for w in range(16) for n in range(per_worker))
+    assert sorted(r["subject"] for r in records.values()) == sorted(
+        f"w{w} n{n}" for w in range(16) for n in range(per_worker)
+    )
     assert len({r["uid"] for r in records.values()}) == total
 
 
 def test_twelve_claimers_five_ready_tasks(board_dir):
     # 1..5 ready; 6 blocked by 1; 7 reserved by someone else; 8 completed
-    write_board(board_dir, [record(1, blocks=[6]), *(record(i) for i in range(2, 6)), record(6, blocked_by=[1]),
-                            record(7, owner="zed"), record(8, status="completed")])
-    results = [worker[0] for worker in run_together([[tasks_args(board_dir, "claim", "--owner", f"w{w}", "--json")]
-                                                     for w in range(12)])]
+    write_board(
+        board_dir,
+        [
+            record(1, blocks=[6]),
+            *(record(i) for i in range(2, 6)),
+            record(6, blocked_by=[1]),
+            record(7, owner="zed"),
+            record(8, status="completed"),
+        ],
+    )
+    results = [
+        worker[0]
+        for worker in run_together([[tasks_args(board_dir, "claim", "--owner", f"w{w}", "--json")] for w in range(12)])
+    ]
     winners = {f"w{w}": json.loads(r["stdout"])["id"] for w, r in enumerate(results) if r["exit"] == 0}
     losers = [r for r in results if r["exit"] != 0]
     assert len(winners) == 5
@@ -83,8 +99,12 @@ def test_twelve_claimers_five_ready_tasks(board_dir):
 
 def test_twelve_claimers_one_task_exactly_one_wins(board_dir):
     write_board(board_dir, [record(1)])
-    results = [worker[0] for worker in run_together([[tasks_args(board_dir, "claim", "1", "--owner", f"w{w}", "--json")]
-                                                     for w in range(12)])]
+    results = [
+        worker[0]
+        for worker in run_together(
+            [[tasks_args(board_dir, "claim", "1", "--owner", f"w{w}", "--json")] for w in range(12)]
+        )
+    ]
     winners = [w for w, r in enumerate(results) if r["exit"] == 0]
     assert len(winners) == 1
     holder = f"w{winners[0]}"

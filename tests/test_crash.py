@@ -20,7 +20,6 @@ import signal
 import time
 
 import pytest
-
 from invariants import assert_sound, hub_board, load_board, record, scratch_left, snapshot, write_board
 from worker import ForkServer
 
@@ -58,8 +57,9 @@ CRASH_POINTS = sorted({1, 2, 3, 5, 14, 23, 32, REPLACEMENTS - 1, REPLACEMENTS})
 
 @pytest.mark.parametrize("change", ["complete", "reopen"])
 def test_kill_at_exact_points_of_a_hub_change(forks, board_dir, run, change):
-    status, before, after = (("completed", "open", "completed") if change == "complete"
-                             else ("pending", "completed", "open"))
+    status, before, after = (
+        ("completed", "open", "completed") if change == "complete" else ("pending", "completed", "open")
+    )
     for point in CRASH_POINTS:
         hub_board(board_dir, DEPENDENTS)
         if change == "reopen":
@@ -78,8 +78,9 @@ def test_kill_at_exact_points_of_a_hub_change(forks, board_dir, run, change):
 
 def test_the_unkilled_change_makes_exactly_the_replacements_counted(forks, board_dir):
     hub_board(board_dir, DEPENDENTS)
-    ended = forks.ask(args=["--dir", str(board_dir), "update", "1", "--status", "completed"],
-                      crash_after=REPLACEMENTS + 1)
+    ended = forks.ask(
+        args=["--dir", str(board_dir), "update", "1", "--status", "completed"], crash_after=REPLACEMENTS + 1
+    )
     assert ended == {"exit": 0}
     assert hub_state(board_dir) == "completed"
     assert scratch_left(board_dir) == []
@@ -104,8 +105,10 @@ def test_kill_during_recovery_then_recovery_again(forks, board_dir, run):
 def test_kill_minus_nine_loop_during_completion_and_reopen(forks, board_dir, run):
     rng = random.Random(1129)
     hub_board(board_dir, DEPENDENTS)
-    loop = [["--dir", str(board_dir), "update", "1", "--status", "completed"],
-            ["--dir", str(board_dir), "update", "1", "--status", "pending"]]
+    loop = [
+        ["--dir", str(board_dir), "update", "1", "--status", "completed"],
+        ["--dir", str(board_dir), "update", "1", "--status", "pending"],
+    ]
     seen = set()
     for _ in range(12):
         pid = forks.ask(loop=loop)["pid"]
@@ -138,16 +141,26 @@ def _interrupted_board(board) -> dict:
     return after
 
 
-@pytest.mark.parametrize("command", [["get", "3", "--json"], ["list", "--json"], ["create", "next", "--json"],
-                                     ["ready", "--json"], ["board", "--json"], ["graph", "--json"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["get", "3", "--json"],
+        ["list", "--json"],
+        ["create", "next", "--json"],
+        ["ready", "--json"],
+        ["board", "--json"],
+        ["graph", "--json"],
+    ],
+)
 def test_next_command_of_any_kind_completes_a_leftover_intent(board_dir, run, command):
     after = _interrupted_board(board_dir)
     result = run(*command)
     assert "completed an interrupted change" in result.stderr
     records = assert_sound(board_dir)
     for task_id, expected in after.items():
-        assert {k: records[task_id][k] for k in ("status", "blockedBy", "blocks")} == \
-               {k: expected[k] for k in ("status", "blockedBy", "blocks")}
+        assert {k: records[task_id][k] for k in ("status", "blockedBy", "blocks")} == {
+            k: expected[k] for k in ("status", "blockedBy", "blocks")
+        }
     assert scratch_left(board_dir) == []
     if command[0] == "create":
         assert json.loads(result.stdout)["id"] == 4
@@ -205,8 +218,12 @@ def test_an_intent_writes_only_task_files_of_the_board(board_dir, run, tmp_path)
     """A planted intent cannot write outside the board nor any file but task_<id>.json."""
     write_board(board_dir, [record(1)])
     (board_dir / ".scratch").mkdir()
-    files = {"../escaped.txt": "x", ".gitignore": "evil\n", "task_1.json/../../x": "y",
-             "task_1.json": json.dumps(record(1, subject="replayed"), indent=2) + "\n"}
+    files = {
+        "../escaped.txt": "x",
+        ".gitignore": "evil\n",
+        "task_1.json/../../x": "y",
+        "task_1.json": json.dumps(record(1, subject="replayed"), indent=2) + "\n",
+    }
     (board_dir / ".scratch" / "intent.json").write_text(json.dumps({"intent": 1, "files": files}))
     run("list")
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "x").exists()

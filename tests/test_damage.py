@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from invariants import record, snapshot, write_board
 
 
@@ -27,7 +26,9 @@ DAMAGE = {
     "empty": lambda b: (b / "task_3.json").write_bytes(b""),
     "binary": lambda b: (b / "task_3.json").write_bytes(bytes(range(256))),
     "an array": lambda b: (b / "task_3.json").write_text("[3]\n"),
-    "missing key": lambda b: (b / "task_3.json").write_text(json.dumps({k: v for k, v in record(3).items() if k != "blocks"})),
+    "missing key": lambda b: (b / "task_3.json").write_text(
+        json.dumps({k: v for k, v in record(3).items() if k != "blocks"})
+    ),
     "wrong id": lambda b: (b / "task_3.json").write_text(json.dumps(record(4), indent=2)),
     "unknown status": lambda b: (b / "task_3.json").write_text(json.dumps(record(3, status="wip"), indent=2)),
     "a folder": lambda b: (b / "task_3.json").mkdir(),
@@ -38,8 +39,16 @@ DAMAGE = {
 
 def damaged_board(board: Path, how: str) -> None:
     """#1 blocks #3 (damaged) blocks #5; #2 and #4 are sound and unrelated; #6 completed."""
-    write_board(board, [record(1, blocks=[3]), record(2), record(4, subject="four"), record(5, blocked_by=[3]),
-                        record(6, status="completed")])
+    write_board(
+        board,
+        [
+            record(1, blocks=[3]),
+            record(2),
+            record(4, subject="four"),
+            record(5, blocked_by=[3]),
+            record(6, status="completed"),
+        ],
+    )
     DAMAGE[how](board)
 
 
@@ -70,7 +79,13 @@ def test_listings_show_every_readable_task_and_name_the_damage(board_dir, run, h
     columns = json.loads(board.stdout)
     assert sorted(r["id"] for column in columns.values() for r in column) == [1, 2, 4, 5, 6]
     plain = run("list", expect=6)
-    assert [line.split(":")[0] for line in plain.stdout.splitlines()] == ["[ ] #1", "[ ] #2", "[ ] #4", "[ ] #5", "[x] #6"]
+    assert [line.split(":")[0] for line in plain.stdout.splitlines()] == [
+        "[ ] #1",
+        "[ ] #2",
+        "[ ] #4",
+        "[ ] #5",
+        "[x] #6",
+    ]
     assert "task_3.json" in plain.stderr and "Traceback" not in plain.stderr
     if before is not None:
         assert snapshot(board_dir) == before
@@ -149,8 +164,13 @@ def test_a_symlinked_task_file_is_never_written_through(board_dir, run, tmp_path
     target.write_text(json.dumps(record(2, subject="outside"), indent=2) + "\n")
     os.symlink(target, board_dir / "task_2.json")
     original = target.read_bytes()
-    for command in (["update", "2", "--subject", "x"], ["update", "1", "--add-blocks", "2"], ["delete", "2"],
-                    ["claim", "2", "--owner", "eve"], ["update", "2", "--status", "completed"]):
+    for command in (
+        ["update", "2", "--subject", "x"],
+        ["update", "1", "--add-blocks", "2"],
+        ["delete", "2"],
+        ["claim", "2", "--owner", "eve"],
+        ["update", "2", "--status", "completed"],
+    ):
         run(*command, expect=6)
     run("check", "--fix", expect=6)
     assert target.read_bytes() == original

@@ -29,8 +29,11 @@ def test_a_waiting_writer_goes_before_readers_that_arrive_after_it(tmp_path):
     writer = None
     try:
         assert reader.stdout.readline() == b"reading\n"
-        writer = subprocess.Popen([*TASKS, "--dir", board, "--timeout", "60", "create", "second", "--json"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        writer = subprocess.Popen(
+            [*TASKS, "--dir", board, "--timeout", "60", "create", "second", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         # Until the writer queues, newcomers share the lock with the first reader; once it
         # queues they must wait behind it (and here give up: exit 5), not slip past.
         deadline = time.monotonic() + 30

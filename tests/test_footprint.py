@@ -51,8 +51,13 @@ def footprint(tmp_path: Path, board: Path, *args: str) -> dict:
     """Run `tasks --dir BOARD ARGS` in a fresh interpreter; what it loaded and touched."""
     report = tmp_path / "footprint.json"
     env = {key: value for key, value in os.environ.items() if not key.startswith("TASKS_")}
-    done = subprocess.run([sys.executable, "-c", WRAPPER, str(report), "--dir", str(board), *args],
-                          env=env, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-c", WRAPPER, str(report), "--dir", str(board), *args],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert report.exists(), done.stderr.decode()
     result = json.loads(report.read_text())
     result["stdout"], result["stderr"] = done.stdout, done.stderr
@@ -127,16 +132,22 @@ def test_human_reads_never_import_filelock(tmp_path, small_board, args):
     assert "filelock" not in result["modules"]
 
 
-@pytest.mark.parametrize("args", [("get", "2", "--json"), ("list", "--json"), ("--json", "ready"),
-                                  ("create", "Next step", "--json")], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [("get", "2", "--json"), ("list", "--json"), ("--json", "ready"), ("create", "Next step", "--json")],
+    ids=" ".join,
+)
 def test_the_hottest_reads_never_import_click(tmp_path, small_board, args):
     result = footprint(tmp_path, small_board, *args)
     assert result["exit"] == 0 and json.loads(result["stdout"])
     assert "click" not in result["modules"], args
 
 
-@pytest.mark.parametrize("args", [("get", "2"), ("list", "--ready", "--json"), ("get", "x", "--json"),
-                                  ("create", "x", "-d", "y", "--json")], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [("get", "2"), ("list", "--ready", "--json"), ("get", "x", "--json"), ("create", "x", "-d", "y", "--json")],
+    ids=" ".join,
+)
 def test_anything_else_goes_through_click(tmp_path, small_board, args):
     assert "click" in footprint(tmp_path, small_board, *args)["modules"]
 
@@ -155,17 +166,28 @@ def test_version_does_not_read_package_metadata(tmp_path, small_board):
 # -- work proportional to the change ------------------------------------------------------------
 
 
-def write_board(board: Path, size: int, hub: int, dependents: list[int], other_blockers: dict[int, list[int]],
-                completed: set[int]) -> None:
+def write_board(
+    board: Path, size: int, hub: int, dependents: list[int], other_blockers: dict[int, list[int]], completed: set[int]
+) -> None:
     """A board of `size` tasks in the DESIGN.md format: `hub` blocks `dependents`, each of
     which also waits on its `other_blockers` (completed ones only as history on their side);
     every other task waits on its predecessor, so the board has edges everywhere."""
-    records = {task_id: {
-        "id": task_id, "subject": f"Task {task_id}", "description": "", "status":
-            "completed" if task_id in completed else "pending",
-        "blockedBy": [], "blocks": [], "owner": "", "uid": f"{task_id:012x}", "metadata": {},
-        "createdAt": STAMP, "updatedAt": STAMP,
-    } for task_id in range(1, size + 1)}
+    records = {
+        task_id: {
+            "id": task_id,
+            "subject": f"Task {task_id}",
+            "description": "",
+            "status": "completed" if task_id in completed else "pending",
+            "blockedBy": [],
+            "blocks": [],
+            "owner": "",
+            "uid": f"{task_id:012x}",
+            "metadata": {},
+            "createdAt": STAMP,
+            "updatedAt": STAMP,
+        }
+        for task_id in range(1, size + 1)
+    }
 
     def link(blocker: int, dependent: int) -> None:
         records[blocker]["blocks"].append(dependent)
@@ -192,8 +214,12 @@ def large_board(board_dir) -> dict:
     other_blockers = {dep: [1700 + i] for i, dep in enumerate(dependents)}
     completed = {1700 + i for i in range(len(dependents)) if i % 2}
     write_board(board_dir, 2000, hub, dependents, other_blockers, completed)
-    return {"hub": hub, "dependents": dependents, "other_blockers": other_blockers,
-            "open_blockers": {1700 + i for i in range(len(dependents)) if not i % 2}}
+    return {
+        "hub": hub,
+        "dependents": dependents,
+        "other_blockers": other_blockers,
+        "open_blockers": {1700 + i for i in range(len(dependents)) if not i % 2},
+    }
 
 
 def test_completing_touches_only_the_task_and_its_neighbours(tmp_path, board_dir, large_board):
@@ -206,8 +232,9 @@ def test_completing_touches_only_the_task_and_its_neighbours(tmp_path, board_dir
     assert written_ids(result, board_dir) == {hub} | dependents
     unblocked = json.loads(result["stderr"].decode().splitlines()[0])["unblocked"]
     # dependents whose other blocker is completed are free now; the others still wait
-    assert set(unblocked) == {dep for dep in dependents if not set(large_board["other_blockers"][dep])
-                              & large_board["open_blockers"]}
+    assert set(unblocked) == {
+        dep for dep in dependents if not set(large_board["other_blockers"][dep]) & large_board["open_blockers"]
+    }
 
     reopened = footprint(tmp_path, board_dir, "update", str(hub), "--status", "pending", "--json")
     assert reopened["exit"] == 0, reopened["stderr"]
@@ -241,8 +268,21 @@ def test_get_reads_one_file(tmp_path, board_dir, large_board):
 def test_ids_from_many_names_agree_with_one_name_at_a_time():
     from taskboard.model import id_from_file_name, ids_from_file_names
 
-    odd = ["task_0.json", "task_01.json", "task_١.json", "task_7.json\r", ".task_3.json", "task_3.json.tmp",
-           "task_.json", "TASK_4.json", "task_12.json", "task_99999999999999999999.json", ".lock", ".scratch"]
+    odd = [
+        "task_0.json",
+        "task_01.json",
+        "task_١.json",
+        "task_7.json\r",
+        ".task_3.json",
+        "task_3.json.tmp",
+        "task_.json",
+        "TASK_4.json",
+        "task_12.json",
+        "task_99999999999999999999.json",
+        ".lock",
+        ".scratch",
+    ]
     for names in ([], ["task_1.json"], odd, odd + ["x\ntask_5.json"], odd + ["task_9.json\n"], ["\n"]):
         assert sorted(ids_from_file_names(names)) == sorted(
-            task_id for task_id in map(id_from_file_name, names) if task_id is not None), names
+            task_id for task_id in map(id_from_file_name, names) if task_id is not None
+        ), names

@@ -7,7 +7,8 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from taskboard import graph
@@ -17,8 +18,15 @@ from taskboard.store import Store
 
 
 def rec(task_id, status="pending", blocked_by=(), blocks=()):
-    return {"id": task_id, "subject": f"t{task_id}", "description": "", "status": status,
-            "blockedBy": list(blocked_by), "blocks": list(blocks), "owner": ""}
+    return {
+        "id": task_id,
+        "subject": f"t{task_id}",
+        "description": "",
+        "status": status,
+        "blockedBy": list(blocked_by),
+        "blocks": list(blocks),
+        "owner": "",
+    }
 
 
 # -- pure functions ---------------------------------------------------------------
@@ -180,11 +188,7 @@ class BoardModel(RuleBasedStateMachine):
         if task not in self.status:
             return
         old = self.status[task]
-        allowed = old != "deleted" and (
-            target == old
-            or target == "pending"
-            or not self.open_blockers(task)
-        )
+        allowed = old != "deleted" and (target == old or target == "pending" or not self.open_blockers(task))
         before = {t: self.ready(t) for t in self.status if self.status[t] != "deleted"}
         try:
             outcome = self.board.update(task, status=target)
@@ -217,7 +221,9 @@ class BoardModel(RuleBasedStateMachine):
                 record = json.load(handle)
             assert record["status"] == status
             assert record["blocks"] == sorted(b for a, b in self.edges if a == task)
-            assert record["blockedBy"] == sorted(a for a, b in self.edges if b == task and self.status[a] != "completed")
+            assert record["blockedBy"] == sorted(
+                a for a, b in self.edges if b == task and self.status[a] != "completed"
+            )
         assert not any(self.reaches(b, a) for a, b in self.edges if a != b) or False
         assert not os.listdir(root / ".scratch") if (root / ".scratch").exists() else True
 
@@ -236,5 +242,6 @@ class BoardModel(RuleBasedStateMachine):
 
 
 TestBoardModel = BoardModel.TestCase
-TestBoardModel.settings = settings(max_examples=40, stateful_step_count=25, deadline=None,
-                                   suppress_health_check=[HealthCheck.too_slow])
+TestBoardModel.settings = settings(
+    max_examples=40, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)

@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from taskboard.model import _plainly_sound, decode, encode, new_record, problems_of
 
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
-                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
-                       max_leaves=5)
-KEYS = ["id", "subject", "description", "status", "blockedBy", "blocks", "owner", "uid", "metadata", "createdAt", "updatedAt"]
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=5,
+)
+KEYS = [
+    "id",
+    "subject",
+    "description",
+    "status",
+    "blockedBy",
+    "blocks",
+    "owner",
+    "uid",
+    "metadata",
+    "createdAt",
+    "updatedAt",
+]
 
 
 def sound_record(task_id: int = 7) -> dict:
@@ -20,9 +35,32 @@ def sound_record(task_id: int = 7) -> dict:
     return record
 
 
-@given(key=st.sampled_from(KEYS), value=JSONISH | st.sampled_from(
-    [0, -1, True, 7, 8, "completed", "done", [1, 2], [0], [True], ["1"], "abcdef012345", "ABCDEF012345",
-     "2026-11-29T18:03:11Z", "2026-11-29 18:03:11", {}, {"a": 1}]), drop=st.booleans())
+@given(
+    key=st.sampled_from(KEYS),
+    value=JSONISH
+    | st.sampled_from(
+        [
+            0,
+            -1,
+            True,
+            7,
+            8,
+            "completed",
+            "done",
+            [1, 2],
+            [0],
+            [True],
+            ["1"],
+            "abcdef012345",
+            "ABCDEF012345",
+            "2026-11-29T18:03:11Z",
+            "2026-11-29 18:03:11",
+            {},
+            {"a": 1},
+        ]
+    ),
+    drop=st.booleans(),
+)
 def test_the_fast_check_never_passes_a_record_the_full_check_rejects(key, value, drop):
     record = sound_record()
     if drop:

@@ -15,6 +15,7 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+from conftest import Run, tasks_process
 from rich.cells import cell_len
 from rich.console import Console
 
@@ -22,8 +23,6 @@ from taskboard import graph, render
 from taskboard.board import Board
 from taskboard.model import MARKERS, encode, file_name, new_record
 from taskboard.store import Store
-
-from conftest import Run, tasks_process
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
 WIDTHS = (40, 80, 160)
@@ -38,16 +37,32 @@ LONG_SUBJECT = "Refactor " + "the very long subject that keeps going " * 12 + "E
 
 def draw(renderable, width: int, colour: bool = True, height: int | None = None) -> str:
     """What a terminal of this width (and height) shows, as text (styles dropped)."""
-    out = Console(file=io.StringIO(), width=width, height=height, record=True, force_terminal=colour,
-                  color_system="truecolor" if colour else None, no_color=not colour,
-                  highlight=False, emoji=False, markup=False)
+    out = Console(
+        file=io.StringIO(),
+        width=width,
+        height=height,
+        record=True,
+        force_terminal=colour,
+        color_system="truecolor" if colour else None,
+        no_color=not colour,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     out.print(renderable)
     return out.export_text()
 
 
 def ansi(renderable, width: int) -> str:
-    out = Console(file=io.StringIO(), width=width, force_terminal=True, color_system="truecolor",
-                  highlight=False, emoji=False, markup=False)
+    out = Console(
+        file=io.StringIO(),
+        width=width,
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     out.print(renderable)
     return out.file.getvalue()
 
@@ -76,8 +91,10 @@ def expected_summary(records: list[dict]) -> str:
     by_id = {r["id"]: r for r in records}
     states = [expected_state(r, by_id) for r in records]
     live = [s for s in states if s != "deleted"]
-    text = (f"{len(live)} tasks · {states.count('ready')} ready · {states.count('in_progress')} in progress · "
-            f"{states.count('blocked')} blocked · {states.count('completed')} done")
+    text = (
+        f"{len(live)} tasks · {states.count('ready')} ready · {states.count('in_progress')} in progress · "
+        f"{states.count('blocked')} blocked · {states.count('completed')} done"
+    )
     return text + (f" · {states.count('deleted')} deleted" if "deleted" in states else "")
 
 
@@ -113,7 +130,7 @@ def board_columns(text: str) -> dict[int, str]:
     header = next((line for line in lines if "Blocked (" in line), "")
     if "Ready (" in header:  # side by side
         names = [re.sub(r" \(\d+\)$", "", cell.strip()) for cell in re.split(r"[│|]", header)[1:-1]]
-        for line in lines[lines.index(header) + 1:]:
+        for line in lines[lines.index(header) + 1 :]:
             cells = re.split(r"[│|]", line)[1:-1]
             if len(cells) != len(names):
                 continue
@@ -152,7 +169,7 @@ def parse_dot(text: str) -> tuple[dict[int, str], list[tuple[int, int]]]:
         elif edge := DOT_EDGE.fullmatch(line):
             edges.append((int(edge.group(1)), int(edge.group(2))))
         else:
-            assert re.fullmatch(r'\s*(rankdir=LR|(node|edge) \[.*\]);', line), line
+            assert re.fullmatch(r"\s*(rankdir=LR|(node|edge) \[.*\]);", line), line
     return nodes, edges
 
 
@@ -212,7 +229,9 @@ def thousand_records() -> list[dict]:
     stamp = "2026-11-29T18:00:00Z"
     records = {i: new_record(i, f"Task number {i} of the big board", "", "", {}, stamp) for i in range(1, 1001)}
     for i, record in records.items():
-        record["status"] = "completed" if i <= 300 else "in_progress" if i % 11 == 0 else "deleted" if i % 97 == 0 else "pending"
+        record["status"] = (
+            "completed" if i <= 300 else "in_progress" if i % 11 == 0 else "deleted" if i % 97 == 0 else "pending"
+        )
         record["owner"] = f"agent-{i % 7}" if record["status"] == "in_progress" else ""
     for i in records:
         blockers = ([i - 1] if i % 25 != 1 else []) + ([i - 30] if i > 30 and i % 7 == 0 else [])
@@ -234,8 +253,12 @@ def big(tmp_path_factory) -> Board:
 def odd(tmp_path) -> Board:
     """Markup-like, wide and very long subjects, with owners and edges between them."""
     board = Board(Store(tmp_path / "odd"))
-    first = board.create(MARKUP_SUBJECTS[0], description="[red]not red[/red] and [/]", owner="[blue]eve",
-                         metadata={"note": "[bold]x", "labels": ["[ui]"]}).record["id"]
+    first = board.create(
+        MARKUP_SUBJECTS[0],
+        description="[red]not red[/red] and [/]",
+        owner="[blue]eve",
+        metadata={"note": "[bold]x", "labels": ["[ui]"]},
+    ).record["id"]
     second = board.create(MARKUP_SUBJECTS[1], blocked_by=[first]).record["id"]
     third = board.create(MARKUP_SUBJECTS[2], blocked_by=[second], owner="修").record["id"]
     for subject in WIDE_SUBJECTS:
@@ -336,11 +359,14 @@ def test_piped_commands_print_no_escape_codes(tmp_path):
 def test_json_paths_never_import_rich(tmp_path):
     root = tmp_path / "board"
     shutil.copytree(EXAMPLE, root)
-    code = ("import sys; from taskboard.app import main\n"
-            f"for argv in (['list'], ['board'], ['graph'], ['get', '7']):\n"
-            f"    assert main(['--dir', {str(root)!r}, *argv, '--json']) == 0\n"
-            "assert not any(name == 'rich' or name.startswith('rich.') for name in sys.modules)\n")
+    code = (
+        "import sys; from taskboard.app import main\n"
+        f"for argv in (['list'], ['board'], ['graph'], ['get', '7']):\n"
+        f"    assert main(['--dir', {str(root)!r}, *argv, '--json']) == 0\n"
+        "assert not any(name == 'rich' or name.startswith('rich.') for name in sys.modules)\n"
+    )
     import subprocess
+
     done = subprocess.run([sys.executable, "-c", code], capture_output=True)
     assert done.returncode == 0, done.stderr.decode()
 
@@ -450,7 +476,9 @@ def test_dot_and_mermaid_edges_are_the_graph_edges(board_name, request):
     assert sorted(mermaid_edges) == mermaid_edges == edges
     assert set(dot_nodes) == set(mermaid_nodes) == {r["id"] for r in records}
     for record in records:  # labels carry the user's text back unchanged
-        assert " ".join(dot_nodes[record["id"]].split()).startswith(f"#{record['id']} {' '.join(record['subject'].split())}"[:30])
+        assert " ".join(dot_nodes[record["id"]].split()).startswith(
+            f"#{record['id']} {' '.join(record['subject'].split())}"[:30]
+        )
         assert unmermaid(mermaid_nodes[record["id"]]).startswith(f"#{record['id']} ")
 
 
@@ -558,8 +586,15 @@ def test_thousand_tasks_every_view(big):
 
 @pytest.mark.parametrize("plain", [False, True])
 def test_watch_redraws_when_a_file_changes_and_stops_on_ctrl_c(sample, plain):
-    out = Console(file=io.StringIO(), width=160, record=True, force_terminal=not plain,
-                  color_system=None if plain else "truecolor", highlight=False, markup=False)
+    out = Console(
+        file=io.StringIO(),
+        width=160,
+        record=True,
+        force_terminal=not plain,
+        color_system=None if plain else "truecolor",
+        highlight=False,
+        markup=False,
+    )
     naps = []
 
     def nap(seconds: float) -> None:  # stands in for time.sleep: acts instead of waiting
@@ -685,7 +720,9 @@ def test_graph_cut_for_depth_keeps_ids_and_says_where_roots_come_from(tmp_path, 
                 # every top-level node but the real root says which blocker it continues from
                 assert node.group(3), line
                 assert int(node.group(4)) in blockers[int(node.group(2))]
-        assert continued <= {int(NODE.search(line).group(2)) for line in lines if NODE.search(line) and TOP_LEVEL.match(line)}
+        assert continued <= {
+            int(NODE.search(line).group(2)) for line in lines if NODE.search(line) and TOP_LEVEL.match(line)
+        }
     sample_40 = graph_text(sample, 40, plain)
     assert re.search(r"^(?:└── |`-- )(?:○|⊘|\[ \]) #11 \(after #7\)", sample_40, re.M)
 

@@ -67,7 +67,7 @@ def serve() -> None:
     `{"pid"}` at once; `{"reap": pid}` later replies how it ended). Forking here, in a
     single-threaded process, is safe where forking the test runner would not be."""
     import signal  # noqa: F401  (the child may need it before it could import it)
-    import taskboard.board, taskboard.check, taskboard.store  # noqa: F401
+
     import filelock  # noqa: F401
 
     for line in sys.stdin:
@@ -108,12 +108,17 @@ def _ending(status: int) -> dict:
 # -- the parent's side ----------------------------------------------------------------
 
 
-def spawn(plan: dict, **popen) -> "subprocess.Popen":
+def spawn(plan: dict, **popen) -> subprocess.Popen:
     import subprocess
 
     fds = tuple(fd for fd in (plan.get("ready_fd"), plan.get("go_fd")) if fd is not None)
-    return subprocess.Popen([sys.executable, __file__, json.dumps(plan)], pass_fds=fds,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+    return subprocess.Popen(
+        [sys.executable, __file__, json.dumps(plan)],
+        pass_fds=fds,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **popen,
+    )
 
 
 def run_together(call_lists: list[list[list[str]]], timeout: float = 60) -> list[list[dict]]:
@@ -147,8 +152,9 @@ class ForkServer:
     def __init__(self):
         import subprocess
 
-        self.process = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
 
     def ask(self, **request) -> dict:
         self.process.stdin.write(json.dumps(request) + "\n")
