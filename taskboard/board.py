@@ -2,7 +2,9 @@
 
 A `Change` loads the few records an operation needs, lets it edit them in
 memory, and writes at the end only those whose bytes differ, through the store's
-journaled write. Every refusal is raised before anything is written.
+journaled write. Every refusal is raised before anything is written. Each
+operation returns an `Outcome` (taskboard.outcome): what it wrote, what it set
+free, what happened, and notes; front ends word and print it.
 """
 
 from __future__ import annotations
@@ -12,20 +14,24 @@ import json
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError
 from .model import (
-    EXTENSION_KEYS,
     OPEN,
     REMOVE,
+    Patch,
     Record,
     check_description,
+    check_metadata,
     check_owner,
     check_status,
     check_subject,
     encode,
     file_name,
+    fill_defaults,
+    id_from_file_name,
+    ids_text,
     new_record,
-    new_uid,
     now,
 )
+from .outcome import Event, Note, Outcome
 from .store import Store
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -33,25 +39,19 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-
-class Outcome:
-    """What a change did: the record it was about and what the user should hear."""
-
-    def __init__(self, record: Record | None = None):
-        self.record = record
-        self.unblocked: list[int] = []
-        self.warnings: list[str] = []
-        self.changed = False
+    from .check import Problem
 
 
 class Listing:
     """Every readable record, the damage met on the way, and a lookup over both
-    (an unreadable blocker counts as open: nothing is called ready on a guess)."""
+    (an unreadable blocker counts as open: nothing is called ready on a guess);
+    `notes`: what reading it first recovered."""
 
-    def __init__(self, records: list[Record], damaged: list[Corrupt], lookup: Any):
+    def __init__(self, records: list[Record], damaged: list[Corrupt], lookup: Any, notes: list[Note] | None = None):
         self.records = records
         self.damaged = damaged
         self.lookup = lookup
+        self.notes = notes or []
 
 
 class Change:
@@ -83,6 +83,11 @@ class Change:
         self.records[record["id"]] = record
         self.before[record["id"]] = None
 
+    def rewrite(self, record: Record) -> None:
+        """Write this record even if its content is unchanged (a repair of its layout)."""
+        self.records[record["id"]] = record
+        self.before[record["id"]] = b""  # matches no encoding: the record is written
+
     def successors(self, task_id: int) -> list[int]:
         record = self.find(task_id)
         return record["blocks"] if record else []
@@ -90,39 +95,24 @@ class Change:
     def lookup(self, task_id: int) -> Record | None:
         return self.find(task_id)
 
-    def commit(self) -> list[int]:
-        """Write every edited record whose content changed; the ids written."""
+    def commit(self) -> list[Record]:
+        """Write every edited record whose content changed; the records written, in id order."""
         stamp = now()
         files, written = {}, []
         for task_id, before in self.before.items():
             record = self.records[task_id]
             if encode(record) == before:
                 continue
-            _fill_extensions(record, stamp)
+            fill_defaults(record, stamp)
             record["updatedAt"] = stamp
             files[file_name(task_id)] = data = encode(record)
             # what callers print must be what the file says: sorted ids, the contract's key order
             canonical = json.loads(data)
             record.clear()
             record.update(canonical)
-            written.append(task_id)
+            written.append(record)
         self.store.write(files)
-        return written
-
-
-def _fill_extensions(record: Record, stamp: str) -> None:
-    """A hand-written record gains the extension keys the first time it is rewritten."""
-    defaults = {"uid": new_uid, "metadata": dict, "createdAt": lambda: stamp, "updatedAt": lambda: stamp}
-    for key in EXTENSION_KEYS:
-        if key not in record:
-            record[key] = defaults[key]()
-    # keep the contract's key order for the ones just added
-    ordered = {key: record.pop(key) for key in list(record)}
-    record.update(ordered)
-
-
-def _ids(ids: Iterable[int]) -> str:
-    return ", ".join(f"#{task_id}" for task_id in ids)
+        return sorted(written, key=lambda record: record["id"])
 
 
 class Board:
@@ -134,28 +124,27 @@ class Board:
 
     # -- reading ---------------------------------------------------------------
 
-    def get(self, task_id: int) -> Record:
-        with self.store.reading():
-            return self.store.read(task_id)
-
-    def get_with_neighbours(self, task_id: int) -> tuple[Record, dict[int, Record | None]]:
-        """A task and the records its lists name (None where missing or unreadable)."""
-        with self.store.reading():
-            record = self.store.read(task_id)
-            neighbours: dict[int, Record | None] = {}
-            for other in record["blockedBy"] + record["blocks"]:
-                try:
-                    neighbours[other] = self.store.read(other)
-                except (NotFound, Corrupt):
-                    neighbours[other] = None
-        return record, neighbours
+    def get(self, task_id: int, neighbours: bool = False) -> Outcome:
+        """One task; with `neighbours`, also the records its lists name (None where
+        missing or unreadable), read under the same lock."""
+        with self.store.reading() as notes:
+            outcome = Outcome(self.store.read(task_id))
+            if neighbours:
+                assert outcome.record is not None
+                for other in outcome.record["blockedBy"] + outcome.record["blocks"]:
+                    try:
+                        outcome.neighbours[other] = self.store.read(other)
+                    except (NotFound, Corrupt):
+                        outcome.neighbours[other] = None
+        outcome.notes = notes
+        return outcome
 
     def listing(self) -> Listing:
-        with self.store.reading():
+        with self.store.reading() as notes:
             records, damaged = self.store.read_all()
         by_id = {record["id"]: record for record in records}
         unknown = {"status": "in_progress"}  # an unreadable blocker may still be open
-        damaged_ids = {_id_of(exc.file) for exc in damaged}
+        damaged_ids = {id_from_file_name(exc.file) for exc in damaged}
 
         def lookup(task_id: int) -> Record | None:
             found = by_id.get(task_id)
@@ -163,7 +152,7 @@ class Board:
                 return unknown
             return found
 
-        return Listing(records, damaged, lookup)
+        return Listing(records, damaged, lookup, notes)
 
     def select(
         self,
@@ -174,8 +163,7 @@ class Board:
         blocked: bool = False,
         include_deleted: bool = False,
     ) -> list[Record]:
-        if ready and blocked:
-            raise UsageError("--ready and --blocked exclude each other; ask for one")
+        check_filters(ready, blocked)
         wanted = {check_status(status) for status in statuses}
         chosen = []
         for record in listing.records:
@@ -214,10 +202,10 @@ class Board:
         check_subject(subject)
         check_description(description)
         check_owner(owner)
+        meta = check_metadata({key: value for key, value in (metadata or {}).items() if value is not REMOVE})
         blocked_by, blocks = sorted(set(blocked_by)), sorted(set(blocks))
-        meta = {key: value for key, value in (metadata or {}).items() if value is not REMOVE}
         self._require_board(blocked_by + blocks)
-        with self.store.writing():
+        with self.store.writing() as notes:
             change = Change(self.store)
             for other in blocked_by + blocks:
                 change.get(other)
@@ -226,124 +214,100 @@ class Board:
             new_id = self.store.last_id() + 1
             record = new_record(new_id, subject, description, owner, meta, now())
             change.add(record)
+            outcome = Outcome(record)
+            outcome.events.append(Event(new_id, "created"))
             for blocker in blocked_by:
-                _link(change, blocker, new_id)
+                _link(change, blocker, new_id, outcome)
             for dependent in blocks:
-                _link(change, new_id, dependent)
-            change.commit()
-        outcome = Outcome(record)
-        outcome.changed = True
+                _link(change, new_id, dependent, outcome)
+            outcome.written = change.commit()
+        outcome.notes[:0] = notes
         return outcome
 
-    def update(
-        self,
-        task_id: int,
-        subject: str | None = None,
-        description: str | None = None,
-        status: str | None = None,
-        owner: str | None = None,
-        add_blocked_by: Iterable[int] = (),
-        add_blocks: Iterable[int] = (),
-        remove_blocked_by: Iterable[int] = (),
-        remove_blocks: Iterable[int] = (),
-        metadata: dict | None = None,
-        force: bool = False,
-    ) -> Outcome:
-        # usage first
-        if subject is not None:
-            check_subject(subject)
-        if description is not None:
-            check_description(description)
-        if owner is not None:
-            check_owner(owner)
-        if status is not None:
-            check_status(status)
-        add_blocked_by, add_blocks = sorted(set(add_blocked_by)), sorted(set(add_blocks))
-        remove_blocked_by, remove_blocks = sorted(set(remove_blocked_by)), sorted(set(remove_blocks))
-        for added, removed, flag in (
-            (add_blocked_by, remove_blocked_by, "blocked-by"),
-            (add_blocks, remove_blocks, "blocks"),
-        ):
-            both = sorted(set(added) & set(removed))
-            if both:
-                raise UsageError(f"--add-{flag} and --remove-{flag} both name {_ids(both)}; say one")
-        others = add_blocked_by + add_blocks + remove_blocked_by + remove_blocks
-        if status == "deleted" and others:
-            raise UsageError("--status deleted removes every edge of the task; leave out the edge flags")
+    def update(self, task_id: int, patch: Patch, force: bool = False) -> Outcome:
+        """Apply one Patch to a task as one change. Errors come in the contract's order:
+        usage, then missing tasks, then refusals; nothing is written before all pass."""
+        patch.check()
         check_owner(self.caller)
-        outcome = Outcome()
         self._require_board([task_id])
-        with self.store.writing():
+        with self.store.writing() as notes:
             change = Change(self.store)
-            # then missing tasks
             record = change.get(task_id)
-            for other in others:
+            for other in patch.edges():
                 change.get(other)
-            # then refusals
-            wants_change = any(value is not None for value in (subject, description, status, owner, metadata)) or others
-            if record["status"] == "deleted" and wants_change:
+            if record["status"] == "deleted" and not patch.is_empty():
                 raise Refused(
                     f"#{task_id} is already deleted"
-                    if status == "deleted"
+                    if patch.status == "deleted"
                     else f"#{task_id} is deleted; a deleted task cannot change"
                 )
-            for other in others:
+            for other in patch.edges():
                 _refuse_deleted(change.get(other), "name it in an edge")
+            outcome = Outcome()
+            status, owner = patch.status, patch.owner
             if (status is not None and status != record["status"]) or (owner is not None and owner != record["owner"]):
-                self._guard(record, force)
+                self._guard(record, force, outcome)
+            old_status, old_owner = record["status"], record["owner"]
             edited = change.edit(task_id)
-            if subject is not None:
-                edited["subject"] = subject
-            if description is not None:
-                edited["description"] = description
-            _apply_meta(edited, metadata)
+            fields = patch.apply(edited)
             if status == "deleted":
                 if owner is not None:
                     edited["owner"] = owner
-                return self._delete(change, edited, outcome)
-            # every task this change may set free, with whether it was ready before
-            watched = set(add_blocks) | set(remove_blocks) | ({task_id} if remove_blocked_by else set())
-            if status == "completed" and record["status"] != "completed":
-                watched |= set(record["blocks"])  # only a completion can free dependents
-            was_ready = {
-                tid: graph.is_ready(found, change.lookup)
-                for tid in sorted(watched)
-                if (found := change.find(tid)) is not None
-            }
-            for blocker in remove_blocked_by:
-                if not _unlink(change, blocker, task_id):
-                    outcome.warnings.append(f"#{blocker} did not block #{task_id}")
-            for dependent in remove_blocks:
-                if not _unlink(change, task_id, dependent):
-                    outcome.warnings.append(f"#{task_id} did not block #{dependent}")
-            for blocker in add_blocked_by:
-                _link(change, blocker, task_id)
-            for dependent in add_blocks:
-                _link(change, task_id, dependent)
-            if status is not None:
-                _set_status(change, edited, status, self.caller)
-            if owner is not None:
-                edited["owner"] = owner
-            outcome.unblocked = [
-                tid for tid, ready in was_ready.items() if not ready and graph.is_ready(change.get(tid), change.lookup)
-            ]
-            outcome.changed = bool(change.commit())
+                self._delete(change, edited, outcome)
+            else:
+                self._change_live(change, edited, patch, outcome)
+            if owner is not None and edited["owner"] != old_owner:
+                fields.append("owner")
+            if fields:
+                outcome.events.insert(0, Event(task_id, "edited", fields=sorted(fields)))
+            if edited["status"] != old_status:
+                outcome.events.append(Event(task_id, _transition(old_status, edited["status"]), old=old_status))
+            outcome.written = change.commit()
             outcome.record = edited
+        outcome.notes[:0] = notes
         return outcome
 
+    def _change_live(self, change: Change, edited: Record, patch: Patch, outcome: Outcome) -> None:
+        """Edges, status and owner of a live task, and what that sets free."""
+        task_id, status = edited["id"], patch.status
+        # every task this change may set free, with whether it was ready before
+        watched = set(patch.add_blocks) | set(patch.remove_blocks) | ({task_id} if patch.remove_blocked_by else set())
+        if status == "completed" and edited["status"] != "completed":
+            watched |= set(edited["blocks"])  # only a completion can free dependents
+        was_ready = {
+            tid: graph.is_ready(found, change.lookup)
+            for tid in sorted(watched)
+            if (found := change.find(tid)) is not None
+        }
+        for blocker in patch.remove_blocked_by:
+            _unlink(change, blocker, task_id, outcome)
+        for dependent in patch.remove_blocks:
+            _unlink(change, task_id, dependent, outcome)
+        for blocker in patch.add_blocked_by:
+            _link(change, blocker, task_id, outcome)
+        for dependent in patch.add_blocks:
+            _link(change, task_id, dependent, outcome)
+        if status is not None:
+            _set_status(change, edited, status, self.caller)
+        if patch.owner is not None:
+            edited["owner"] = patch.owner
+        outcome.unblocked = [
+            tid for tid, ready in was_ready.items() if not ready and graph.is_ready(change.get(tid), change.lookup)
+        ]
+
     def delete(self, task_id: int, force: bool = False) -> Outcome:
-        return self.update(task_id, status="deleted", force=force)
+        return self.update(task_id, Patch(status="deleted"), force=force)
 
     def claim(self, task_id: int | None, owner: str) -> Outcome:
         if not owner:
-            raise UsageError("claim needs an owner: pass --owner NAME, --as NAME or set TASKS_OWNER")
+            raise UsageError("claiming needs an owner: name one, or set TASKS_OWNER", "owner-needed")
         check_owner(owner)
-        outcome = Outcome()
         if not self.store.root.is_dir():
             self._require_board([task_id] if task_id is not None else [])
             raise NotFound(f"no ready task to claim for {owner}")
-        with self.store.writing():
+        with self.store.writing() as notes:
             change = Change(self.store)
+            outcome = Outcome()
             if task_id is None:
                 record = self._first_claimable(change, owner, outcome)
             else:
@@ -352,8 +316,10 @@ class Board:
             if not (record["status"] == "in_progress" and record["owner"] == owner):
                 edited = change.edit(record["id"])
                 edited["status"], edited["owner"] = "in_progress", owner
-            outcome.changed = bool(change.commit())
+                outcome.events.append(Event(record["id"], "claimed", owner=owner))
+            outcome.written = change.commit()
             outcome.record = change.get(record["id"])
+        outcome.notes[:0] = notes
         return outcome
 
     def _first_claimable(self, change: Change, owner: str, outcome: Outcome) -> Record:
@@ -362,8 +328,17 @@ class Board:
                 record = change.get(candidate)
                 claimable = record["owner"] in ("", owner) and graph.is_ready(record, change.lookup)
             except Corrupt as exc:  # its file or a blocker's: readiness unknown, so not taken; go on
-                if f"skipped {exc.message}" not in outcome.warnings:
-                    outcome.warnings.append(f"skipped {exc.message}")
+                if all(note.data.get("problem") != exc.message for note in outcome.notes):
+                    outcome.notes.append(
+                        Note(
+                            "skipped-damaged",
+                            f"skipped {exc.message}",
+                            file=exc.file,
+                            rule=exc.rule,
+                            reason=exc.reason,
+                            problem=exc.message,
+                        )
+                    )
                 continue
             except NotFound:
                 continue
@@ -383,7 +358,7 @@ class Board:
             return  # already yours: claiming again succeeds
         blockers = graph.open_blockers(record, change.lookup)
         if blockers:
-            raise Refused(f"{ref} is blocked by {_ids(blockers)}")
+            raise Refused(f"{ref} is blocked by {ids_text(blockers)}")
 
     def _require_board(self, task_ids: Iterable[int]) -> None:
         """Naming a task on a board that does not exist yet is 'not found', and must not
@@ -393,15 +368,21 @@ class Board:
                 self.store.task_ids()  # a path that is a file: usage error
                 raise NotFound(f"no task #{task_id}")
 
-    def _guard(self, record: Record, force: bool) -> None:
-        """A named caller may not take over a task another owner is working on."""
+    def _guard(self, record: Record, force: bool, outcome: Outcome) -> None:
+        """A named caller may not take over a task another owner is working on, unless forced."""
         holder = record["owner"]
-        if self.caller and not force and record["status"] == "in_progress" and holder not in ("", self.caller):
-            raise Refused(
-                f"#{record['id']} is in progress and held by {holder}; you are {self.caller} (pass --force to override)"
-            )
+        if self.caller and record["status"] == "in_progress" and holder not in ("", self.caller):
+            if not force:
+                raise Refused(
+                    f"#{record['id']} is in progress and held by {holder}; you are {self.caller}",
+                    "held",
+                    task=record["id"],
+                    holder=holder,
+                    caller=self.caller,
+                )
+            outcome.events.append(Event(record["id"], "forced", holder=holder, by=self.caller))
 
-    def _delete(self, change: Change, record: Record, outcome: Outcome) -> Outcome:
+    def _delete(self, change: Change, record: Record, outcome: Outcome) -> None:
         """Logical delete: the file stays; every edge naming the task goes, on both sides."""
         task_id = record["id"]
         dependents = [dep for dep in record["blocks"] if change.find(dep)]
@@ -414,7 +395,13 @@ class Board:
                 other = change.get(other_id)
             except Corrupt as exc:  # it may name the task; deleting past it would leave a dangling edge
                 raise Corrupt(
-                    f"cannot delete #{task_id}: {exc.message} (repair it, or see tasks check)", exc.file, exc.rule
+                    f"cannot delete #{task_id}: {exc.message} (repair that file first)",
+                    exc.file,
+                    exc.rule,
+                    "delete-past-damage",
+                    task=task_id,
+                    cause=exc.message,
+                    cause_reason=exc.reason,
                 ) from None
             except NotFound:
                 continue
@@ -422,35 +409,40 @@ class Board:
                 edited = change.edit(other_id)
                 edited["blocks"] = [x for x in edited["blocks"] if x != task_id]
                 edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
-        edited = change.edit(task_id)
-        edited["status"], edited["blockedBy"], edited["blocks"] = "deleted", [], []
+        record["status"], record["blockedBy"], record["blocks"] = "deleted", [], []
         outcome.unblocked = [
             dep for dep in dependents if not was_ready[dep] and graph.is_ready(change.get(dep), change.lookup)
         ]
-        outcome.changed = bool(change.commit())
-        outcome.record = edited
-        return outcome
 
     # -- check -----------------------------------------------------------------
 
-    def check(self, fix: bool = False) -> list[dict]:
-        from .check import run_check
+    def check(self, fix: bool = False) -> list[Problem]:
+        """Every problem on the board (taskboard.check); with `fix`, the repairs that have
+        one right answer made as one change. An interrupted change the check completed
+        first is reported as a fixed problem."""
+        from .check import Problem, run_check
 
         fix = fix and self.store.root.is_dir()  # nothing to repair on a board that does not exist
         lock = self.store.writing() if fix else self.store.reading()
-        with lock:
+        with lock as notes:
             problems = run_check(self.store, Change(self.store) if fix else None)
-        recovered = [
-            {"file": None, "task": None, "rule": "interrupted-change", "message": note, "fixed": True}
-            for note in self.store.recovered
-        ]
+        recovered = [Problem(None, None, "interrupted-change", note.message, fixed=True) for note in notes]
         return recovered + problems
 
 
-def _id_of(name: str) -> int | None:
-    from .model import id_from_file_name
+def check_filters(ready: bool, blocked: bool) -> None:
+    """The filters of a selection that exclude each other (a usage error)."""
+    if ready and blocked:
+        raise UsageError("ready and blocked exclude each other; ask for one", "ready-and-blocked")
 
-    return id_from_file_name(name)
+
+def _transition(old: str, new: str) -> str:
+    """The event a status change is: completed, deleted, reopened, released or started."""
+    if new in ("completed", "deleted"):
+        return new
+    if old == "completed":
+        return "reopened"
+    return "released" if new == "pending" else "started"
 
 
 def _refuse_deleted(record: Record, doing: str) -> None:
@@ -458,7 +450,7 @@ def _refuse_deleted(record: Record, doing: str) -> None:
         raise Refused(f"#{record['id']} is deleted; cannot {doing}")
 
 
-def _link(change: Change, blocker_id: int, dependent_id: int) -> None:
+def _link(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -> None:
     """Add the edge blocker → dependent, refusing one that would close a cycle."""
     cycle = graph.cycle_through_new_edge(blocker_id, dependent_id, change.successors)
     if cycle:
@@ -468,32 +460,29 @@ def _link(change: Change, blocker_id: int, dependent_id: int) -> None:
     blocker = change.edit(blocker_id)
     if dependent_id not in blocker["blocks"]:
         blocker["blocks"] = blocker["blocks"] + [dependent_id]
+        outcome.events.append(Event(dependent_id, "linked", blocker=blocker_id, dependent=dependent_id))
     if blocker["status"] in OPEN:
         dependent = change.edit(dependent_id)
         if blocker_id not in dependent["blockedBy"]:
             dependent["blockedBy"] = dependent["blockedBy"] + [blocker_id]
 
 
-def _unlink(change: Change, blocker_id: int, dependent_id: int) -> bool:
-    """Remove the edge blocker → dependent from both sides; False when there was none."""
+def _unlink(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -> None:
+    """Remove the edge blocker → dependent from both sides; a note when there was none."""
     blocker, dependent = change.get(blocker_id), change.get(dependent_id)
     if dependent_id not in blocker["blocks"] and blocker_id not in dependent["blockedBy"]:
-        return False
+        outcome.notes.append(
+            Note(
+                "not-linked",
+                f"#{blocker_id} did not block #{dependent_id}",
+                blocker=blocker_id,
+                dependent=dependent_id,
+            )
+        )
+        return
     change.edit(blocker_id)["blocks"] = [x for x in blocker["blocks"] if x != dependent_id]
     change.edit(dependent_id)["blockedBy"] = [x for x in dependent["blockedBy"] if x != blocker_id]
-    return True
-
-
-def _apply_meta(record: Record, metadata: dict | None) -> None:
-    if not metadata:
-        return
-    merged = dict(record.get("metadata", {}))
-    for key, value in metadata.items():
-        if value is REMOVE:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    record["metadata"] = merged
+    outcome.events.append(Event(dependent_id, "unlinked", blocker=blocker_id, dependent=dependent_id))
 
 
 def _set_status(change: Change, record: Record, status: str, caller: str) -> None:
@@ -504,7 +493,7 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> Non
     if status in ("in_progress", "completed"):
         blockers = graph.open_blockers(record, change.lookup)
         if blockers:
-            raise Refused(f"#{task_id} is blocked by {_ids(blockers)}")
+            raise Refused(f"#{task_id} is blocked by {ids_text(blockers)}")
     dependents = []
     if "completed" in (old, status):  # only completing and reopening touch the dependents
         dependents = [

@@ -3,26 +3,45 @@ right answer. Cycles and unreadable files are reported, never guessed at."""
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 import re
 
 from . import graph
-from .errors import UsageError
 from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of, unparsable
-from .store import LOCK_NAME, SCRATCH_NAME, Store, read_bytes
+from .outcome import Data
+from .store import Store, read_bytes
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from .board import Change
 
 _LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
 
 
-def _problem(name: str | None, task: int | None, rule: str, message: str, fixable: bool = False) -> dict:
-    return {"file": name, "task": task, "rule": rule, "message": message, "fixed": False, "_fixable": fixable}
+class Problem(Data):
+    """One flaw `check` found: the file and task it concerns (either may be None), the
+    rule broken, a plain message, and whether it was fixed; `reason` a machine code
+    where a front end may word it its own way (e.g. "conflict-markers")."""
+
+    def __init__(
+        self,
+        file: str | None,
+        task: int | None,
+        rule: str,
+        message: str,
+        fixed: bool = False,
+        reason: str = "",
+        fixable: bool = False,
+    ):
+        self.file, self.task, self.rule, self.message = file, task, rule, message
+        self.fixed, self.reason, self.fixable = fixed, reason, fixable
 
 
-def run_check(store: Store, change=None) -> list[dict]:
+def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     """All problems on the board; with a `change` (under the write lock) the fixable
     ones are repaired in one all-or-nothing write and marked fixed."""
-    problems: list[dict] = []
+    problems: list[Problem] = []
     records = _read_records(store, problems)
     fixes: dict[int, dict] = {}  # id -> edited copy of the record
 
@@ -36,7 +55,9 @@ def run_check(store: Store, change=None) -> list[dict]:
         missing = [key for key in EXTENSION_KEYS if key not in record]
         if missing and change is not None:  # cosmetic: a plain s12 record is sound, --fix completes it
             problems.append(
-                _problem(name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", True)
+                Problem(
+                    name, task_id, "keys", f"#{task_id} lacks {', '.join(missing)}; a rewrite adds them", fixable=True
+                )
             )
             fixed_copy(task_id)
     # a task whose file is damaged is not missing: edges to it stay (its file is reported)
@@ -47,7 +68,7 @@ def run_check(store: Store, change=None) -> list[dict]:
         successors[blocker].append(dependent)
     for cycle in graph.find_cycles(successors):
         problems.append(
-            _problem(
+            Problem(
                 file_name(cycle[0]),
                 cycle[0],
                 "cycle",
@@ -57,58 +78,47 @@ def run_check(store: Store, change=None) -> list[dict]:
     if change is not None:  # layout is cosmetic: reported only where --fix rewrites it
         _check_format(store, records, fixes, problems, fixed_copy)
     if change is not None and fixes:
-        for task_id, copy in fixes.items():
-            change.records[task_id] = copy
-            # b"" forces the write: a pure re-layout or added keys do not change encode()
-            change.before[task_id] = b""
+        for copy in fixes.values():
+            change.rewrite(copy)  # even unchanged content: a re-layout or added keys do not change encode()
         change.commit()
     for problem in problems:
-        problem["fixed"] = problem.pop("_fixable") and change is not None
+        problem.fixed = problem.fixable and change is not None
     return problems
 
 
-def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
+def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
     records: dict[int, dict] = {}
     claimed: dict[int, list[str]] = {}
-    try:
-        names = sorted(os.listdir(store.root))
-    except FileNotFoundError:
-        return records
-    except NotADirectoryError:  # the board path is, or lies under, a file: as for every command
-        raise UsageError(f"the board path {store.root} is not a folder") from None
-    for name in names:
+    for name in sorted(store.names()):
         task_id = id_from_file_name(name)
         if task_id is None:
             if _LOOKS_LIKE_TASK.fullmatch(name):
                 problems.append(
-                    _problem(
+                    Problem(
                         name,
                         None,
                         "file-name",
                         f"{name} is not named task_<id>.json with a plain id, so the board ignores it",
                     )
                 )
-            elif (
-                name not in (LOCK_NAME, SCRATCH_NAME, ".gitignore", ".gitattributes")
-                and name.startswith(".")
-                and name.endswith(".tmp")
-            ):
-                problems.append(_problem(name, None, "scratch", f"{name} looks like a leftover temporary file"))
+            elif name.startswith(".") and name.endswith(".tmp"):
+                problems.append(Problem(name, None, "scratch", f"{name} looks like a leftover temporary file"))
             continue
         try:
             raw = read_bytes(store.root / name)
         except OSError as exc:
-            rule = "symlink" if exc.errno == 40 else "unreadable"
-            problems.append(_problem(name, task_id, rule, f"{name} cannot be read: {exc.strerror}"))
+            rule = "symlink" if exc.errno == errno.ELOOP else "unreadable"
+            problems.append(Problem(name, task_id, rule, f"{name} cannot be read: {exc.strerror}"))
             continue
         try:
             record = parse_json(raw)  # as strict as every other reader of the board
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            problems.append(_problem(name, task_id, "json", f"{name}: {unparsable(raw, exc)}"))
+            reason, why = unparsable(raw, exc)
+            problems.append(Problem(name, task_id, "json", f"{name}: {why}", reason=reason))
             continue
         found = problems_of(record, name)
         for rule, message in found:
-            problems.append(_problem(name, task_id, rule, f"{name}: {message}"))
+            problems.append(Problem(name, task_id, rule, f"{name}: {message}"))
         if isinstance(record, dict) and isinstance(record.get("id"), int):
             claimed.setdefault(record["id"], []).append(name)
         if not found:
@@ -116,14 +126,14 @@ def _read_records(store: Store, problems: list[dict]) -> dict[int, dict]:
     for task_id, files in claimed.items():
         if len(files) > 1:
             problems.append(
-                _problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
+                Problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
             )
     return records
 
 
-def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy, unreadable: set[int]) -> None:
+def _check_edges(records: dict[int, dict], problems: list[Problem], fixed_copy, unreadable: set[int]) -> None:
     def report(task_id: int, rule: str, message: str) -> None:
-        problems.append(_problem(file_name(task_id), task_id, rule, message, True))
+        problems.append(Problem(file_name(task_id), task_id, rule, message, fixable=True))
 
     def drop(task_id: int, key: str, other: int) -> None:
         copy = fixed_copy(task_id)
@@ -180,7 +190,7 @@ def _check_edges(records: dict[int, dict], problems: list[dict], fixed_copy, unr
                 drop(a_id, "blockedBy", blocker_id)
 
 
-def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems: list[dict], fixed_copy) -> None:
+def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems: list[Problem], fixed_copy) -> None:
     """Files whose bytes are not the canonical encoding (hand edits, merges)."""
     for task_id, record in sorted(records.items()):
         if task_id in fixes:
@@ -192,12 +202,12 @@ def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems:
         except OSError:
             continue
         problems.append(
-            _problem(
+            Problem(
                 name,
                 task_id,
                 "format",
                 f"{name} is not in the canonical layout (indent 2, key order, sorted ids, trailing newline)",
-                True,
+                fixable=True,
             )
         )
         fixed_copy(task_id)

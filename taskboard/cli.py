@@ -1,4 +1,6 @@
-"""The `tasks` command: parse, call the board, print. No business rules here.
+"""The `tasks` command line: click parses it into calls of taskboard.commands. No
+business rules and no printing of results here; what is parsed here is the command
+line's own syntax (KEY=VALUE, SECONDS, `-d -`).
 
 Data goes to stdout, messages to stderr; with --json stdout is one JSON document
 and stderr is JSON Lines whose last line is the error, if any.
@@ -11,10 +13,24 @@ import sys
 
 import click
 
-from . import __version__
-from .app import App, check_timeout, damage, fail, show_list, show_record, show_task, write
+from . import __version__, commands
 from .errors import UsageError
-from .model import MAX_DESCRIPTION, STATUSES, parse_id, parse_meta
+from .invocation import Invocation, check_timeout, fail, write
+from .model import (
+    MAX_DESCRIPTION,
+    MAX_META_DEPTH,
+    REMOVE,
+    STATUSES,
+    NonFinite,
+    Patch,
+    json_depth,
+    parse_id,
+    parse_json_value,
+)
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 # -- parameter types ----------------------------------------------------------------
 
@@ -34,6 +50,41 @@ class Parsed(click.ParamType):
             self.fail(exc.message, param, ctx)
 
 
+def parse_meta(item: str) -> tuple[str, Any]:
+    """`KEY=VALUE`: VALUE as JSON when it is valid JSON, else the text; `KEY=` yields REMOVE."""
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise UsageError(f"--meta {item!r} has no '='; write KEY=VALUE (or KEY= to remove the key)")
+    _utf8(item, "--meta")
+    if not key.strip() or any(ord(char) < 32 or ord(char) == 127 for char in key):
+        raise UsageError(f"--meta {item!r} has an empty or unprintable key")
+    if value == "":
+        return key, REMOVE
+    try:
+        parsed = parse_json_value(value)
+    except NonFinite:
+        raise UsageError(f"--meta {key}: {value[:80]!r} is not a finite number; JSON has no NaN or Infinity") from None
+    except RecursionError:
+        raise _too_deep(key) from None
+    except ValueError:
+        return key, value
+    if json_depth(parsed) > MAX_META_DEPTH:
+        raise _too_deep(key)
+    _utf8(json.dumps(parsed, ensure_ascii=False), f"--meta {key}")  # a "\ud800" escape decodes to no character
+    return key, parsed
+
+
+def _utf8(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8 text (it holds an undecodable byte or half a character)") from None
+
+
+def _too_deep(key: str) -> UsageError:
+    return UsageError(f"--meta {key}: the value is nested too deeply; at most {MAX_META_DEPTH} levels are allowed")
+
+
 def _seconds(text: str) -> float:
     try:
         return check_timeout(float(text))
@@ -49,14 +100,14 @@ STATUS = click.Choice(STATUSES)
 
 def _set_json(ctx: click.Context, _param, value: bool) -> bool:
     if value:
-        ctx.find_object(App).json = True
+        ctx.find_object(Invocation).json = True
     return value
 
 
 def _print_version(ctx: click.Context, _param, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    if "--json" in ctx.find_object(App).argv:
+    if "--json" in ctx.find_object(Invocation).argv:
         write(sys.stdout, json.dumps({"version": __version__}) + "\n")
     else:
         write(sys.stdout, f"tasks {__version__}\n")
@@ -72,7 +123,7 @@ json_option = click.option(
     is_eager=True,
     help="Machine output: one JSON document on stdout, JSON Lines on stderr.",
 )
-pass_app = click.make_pass_decorator(App)
+pass_inv = click.make_pass_decorator(Invocation)
 
 
 def _description(value: str | None) -> str | None:
@@ -120,22 +171,17 @@ def cli(ctx: click.Context, board_dir, timeout, caller, json_):
       tasks update 1 --status completed      # unblocked #2
       tasks board
     """
-    app = ctx.ensure_object(App)
-    app.board_dir, app.timeout, app.caller_flag = board_dir, timeout, caller
-    app.json = app.json or json_
+    inv = ctx.ensure_object(Invocation)
+    inv.board_dir, inv.timeout, inv.caller_flag = board_dir, timeout, caller
+    inv.json = inv.json or json_
 
 
 @cli.command()
 @json_option
-@pass_app
-def init(app: App):
+@pass_inv
+def init(inv: Invocation):
     """Create the board with its .gitignore and .gitattributes."""
-    created = app.board.init()
-    root = str(app.board.store.root)
-    if app.json:
-        app.data({"board": root, "created": created})
-    else:
-        write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
+    return commands.init(inv)
 
 
 @cli.command()
@@ -146,42 +192,41 @@ def init(app: App):
 @click.option("--owner", default="", help="Who holds the task.")
 @click.option("--meta", type=META, multiple=True, help="KEY=VALUE (VALUE as JSON when it parses).")
 @json_option
-@pass_app
-def create(app: App, subject, description, blocked_by, blocks, owner, meta):
+@pass_inv
+def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta):
     """Add a pending task.
 
     \b
       tasks create "Write parser" --blocked-by 3 --meta priority=1
     """
-    outcome = app.board.create(subject, _description(description), blocked_by, blocks, owner, _meta(meta))
-    show_record(app, outcome)
+    return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta))
 
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @json_option
-@pass_app
-def get(app: App, task_id):
+@pass_inv
+def get(inv: Invocation, task_id):
     """Show one task."""
-    show_task(app, task_id)
+    return commands.get(inv, task_id)
 
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
-@click.option("--subject")
+@click.option("--subject", help="New subject.")
 @click.option("-d", "--description", help="New text; '-' reads it from stdin.")
-@click.option("--status", type=STATUS)
+@click.option("--status", type=STATUS, help="New status.")
 @click.option("--owner", help='Set the owner ("" clears it).')
-@click.option("--add-blocked-by", type=TASK_ID, multiple=True)
-@click.option("--add-blocks", type=TASK_ID, multiple=True)
-@click.option("--remove-blocked-by", type=TASK_ID, multiple=True)
-@click.option("--remove-blocks", type=TASK_ID, multiple=True)
+@click.option("--add-blocked-by", type=TASK_ID, multiple=True, help="A task that must finish first.")
+@click.option("--add-blocks", type=TASK_ID, multiple=True, help="A task this one must finish before.")
+@click.option("--remove-blocked-by", type=TASK_ID, multiple=True, help="A task that no longer blocks this one.")
+@click.option("--remove-blocks", type=TASK_ID, multiple=True, help="A task this one no longer blocks.")
 @click.option("--meta", type=META, multiple=True, help="KEY=VALUE; KEY= removes the key.")
 @click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
 @json_option
-@pass_app
+@pass_inv
 def update(
-    app: App,
+    inv: Invocation,
     task_id,
     subject,
     description,
@@ -200,45 +245,42 @@ def update(
       tasks update 4 --status completed
       tasks update 4 --add-blocked-by 2 --meta priority=high
     """
-    outcome = app.board.update(
-        task_id,
+    patch = Patch(
         subject=subject,
         description=_description(description),
         status=status,
         owner=owner,
+        metadata=_meta(meta),
         add_blocked_by=add_blocked_by,
         add_blocks=add_blocks,
         remove_blocked_by=remove_blocked_by,
         remove_blocks=remove_blocks,
-        metadata=_meta(meta),
-        force=force,
     )
-    show_record(app, outcome)
+    return commands.update(inv, task_id, patch, force=force)
 
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
 @json_option
-@pass_app
-def delete(app: App, task_id, force):
+@pass_inv
+def delete(inv: Invocation, task_id, force):
     """Delete a task (logically: the file stays, its edges go)."""
-    show_record(app, app.board.delete(task_id, force=force))
+    return commands.delete(inv, task_id, force=force)
 
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
 @click.option("--owner", help="Who takes it (else --as, else TASKS_OWNER).")
 @json_option
-@pass_app
-def claim(app: App, task_id, owner):
+@pass_inv
+def claim(inv: Invocation, task_id, owner):
     """Take a task atomically: ID, or the lowest-id ready one.
 
     Exactly one of several racing claimers wins. Exit 3 when nothing is ready,
     4 when the task is blocked, finished or held by someone else.
     """
-    board = app.board
-    show_record(app, board.claim(task_id, owner if owner is not None else board.caller))
+    return commands.claim(inv, task_id, owner)
 
 
 def _list_options(command):
@@ -258,136 +300,73 @@ def _list_options(command):
 @cli.command(name="list")
 @_list_options
 @json_option
-@pass_app
-def list_(app: App, statuses, owner, ready, blocked, include_deleted):
+@pass_inv
+def list_(inv: Invocation, statuses, owner, ready, blocked, include_deleted):
     """Tasks in ascending id order."""
-    show_list(app, statuses, owner, ready, blocked, include_deleted)
+    return commands.list_tasks(inv, statuses, owner, ready, blocked, include_deleted)
 
 
 @cli.command()
 @click.option("--owner", help="Only tasks this owner holds.")
 @json_option
-@pass_app
-def ready(app: App, owner):
+@pass_inv
+def ready(inv: Invocation, owner):
     """Tasks that can start now (same as list --ready)."""
-    show_list(app, (), owner, True, False, False)
+    return commands.list_tasks(inv, (), owner, ready=True)
 
 
 @cli.command()
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
 @click.option("--watch", is_flag=True, help="Redraw whenever the board changes, until Ctrl-C.")
 @json_option
-@pass_app
-def board(app: App, svg, watch):
+@pass_inv
+def board(inv: Invocation, svg, watch):
     """The kanban view: Blocked · Ready · In progress · Done."""
-    if watch and app.json:
-        raise UsageError("--watch redraws the board for people; --json prints it once (poll it to follow changes)")
-    if watch and svg:
-        raise UsageError("--watch redraws in the terminal and --svg writes one picture; ask for one at a time")
-    if app.json:
-        listing = app.board.listing()
-        columns = {status: [r for r in listing.records if r["status"] == status] for status in STATUSES[:3]}
-        app.data(columns)
-        damage(app, listing)
-        return
-    from . import render
-
-    if watch:
-        render.watch_board(app.board, plain=app.plain())
-        return
-    listing = app.board.listing()
-    render.show_board(listing, plain=app.plain(), svg=svg)
-    damage(app, listing)
+    return commands.board(inv, svg, watch)
 
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
-@click.option("--format", "fmt", type=click.Choice(["text", "dot", "mermaid"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "dot", "mermaid"]),
+    default="text",
+    show_default=True,
+    help="A tree for people, Graphviz DOT, or a Mermaid flowchart.",
+)
 @click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks.")
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
 @json_option
-@pass_app
-def graph(app: App, task_id, fmt, include_deleted, svg):
+@pass_inv
+def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
     """The dependency graph; A -> B means A blocks B.
 
     \b
       tasks graph --format mermaid >> PLAN.md
       tasks graph 7            # what #7 waits on and what waits on it
     """
-    from . import graph as graphs
-
-    listing = app.board.listing()
-    records = [r for r in listing.records if include_deleted or r["status"] != "deleted"]
-    if task_id is not None:
-        if not any(r["id"] == task_id for r in listing.records):
-            app.board.get(task_id)  # raises the right error: missing or damaged
-        records = _neighbourhood(records, task_id, graphs)
-    edges = graphs.edges(records)
-    if app.json:
-        app.data({"nodes": records, "edges": [list(edge) for edge in edges]})
-    elif fmt in ("dot", "mermaid") and not svg:  # text for other tools: no rich needed
-        from . import diagram
-
-        to_text = diagram.to_dot if fmt == "dot" else diagram.to_mermaid
-        text = to_text(records, edges, listing.lookup)
-        write(sys.stdout, text)
-    else:
-        from . import render
-
-        text = render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=app.plain(), svg=svg)
-    if fmt == "mermaid" and not app.json:
-        from . import diagram
-
-        too_big = diagram.mermaid_warning(text, len(edges), focused=task_id is not None)
-        if too_big:
-            app.warn(too_big)
-    damage(app, listing)
-
-
-def _neighbourhood(records, task_id, graphs):
-    """The task, everything upstream of it and everything downstream."""
-    by_id = {r["id"]: r for r in records}
-    down: dict[int, list[int]] = {}
-    up: dict[int, list[int]] = {}
-    for blocker, dependent in graphs.edges(records):
-        down.setdefault(blocker, []).append(dependent)
-        up.setdefault(dependent, []).append(blocker)
-    keep = (
-        {task_id}
-        | graphs.downstream(task_id, lambda n: down.get(n, ()))
-        | graphs.downstream(task_id, lambda n: up.get(n, ()))
-    )
-    return [by_id[i] for i in sorted(keep) if i in by_id]
+    return commands.graph(inv, task_id, fmt, include_deleted, svg)
 
 
 @cli.command()
 @click.option("--fix", is_flag=True, help="Repair what has one right answer.")
 @json_option
-@pass_app
-def check(app: App, fix):
+@pass_inv
+def check(inv: Invocation, fix):
     """Validate every file and invariant; exit 0 when sound, 6 otherwise."""
-    problems = app.board.check(fix=fix)
-    app.board.store.recovered.clear()
-    ok = all(problem["fixed"] for problem in problems)
-    if app.json:
-        app.data({"ok": ok, "problems": problems})
-    else:
-        from . import render
-
-        render.show_check(problems, ok, plain=app.plain())
-    if not ok:
-        raise click.exceptions.Exit(6)
+    return commands.check(inv, fix)
 
 
 # -- running click --------------------------------------------------------------------
 
 
-def run(args: list[str], app: App) -> int:
+def run(args: list[str], inv: Invocation) -> int:
     """Parse with click and run the command; click's own failures become exit codes,
     the board's (TaskError) propagate to the caller, which reports them."""
     json_mode = "--json" in args
     try:
-        result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=app)
+        result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=inv)
         return result if isinstance(result, int) else 0
     except click.exceptions.Exit as exc:
         return exc.exit_code

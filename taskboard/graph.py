@@ -65,7 +65,7 @@ def cycle_through_new_edge(
     if blocker == dependent:
         return [blocker, blocker]
     path = find_path(dependent, blocker, successors)
-    return None if path is None else [blocker] + path
+    return None if path is None else [blocker, *path]
 
 
 def format_cycle(cycle: list[int]) -> str:
@@ -126,7 +126,7 @@ def find_cycles(successors_of: dict[int, list[int]]) -> list[list[int]]:
         first = min(component)
         if len(component) == 1 and first not in successors_of.get(first, ()):
             continue
-        inside = lambda node: [n for n in successors_of.get(node, ()) if n in members]  # noqa: E731
+        inside = lambda node, members=members: [n for n in successors_of.get(node, ()) if n in members]  # noqa: E731
         if first in successors_of.get(first, ()):
             cycles.append([first, first])
             continue
@@ -157,3 +157,19 @@ def edges(records: Iterable[Record]) -> list[tuple[int, int]]:
         found.update((task_id, dep) for dep in record["blocks"] if dep in live)
         found.update((blocker, task_id) for blocker in record["blockedBy"] if blocker in live)
     return sorted(found)
+
+
+def neighbourhood(records: list[Record], task_id: int) -> list[Record]:
+    """The task, everything upstream of it and everything downstream, in id order."""
+    by_id = {record["id"]: record for record in records}
+    down: dict[int, list[int]] = {}
+    up: dict[int, list[int]] = {}
+    for blocker, dependent in edges(records):
+        down.setdefault(blocker, []).append(dependent)
+        up.setdefault(dependent, []).append(blocker)
+    keep = (
+        {task_id}
+        | downstream(task_id, lambda node: down.get(node, ()))
+        | downstream(task_id, lambda node: up.get(node, ()))
+    )
+    return [by_id[i] for i in sorted(keep) if i in by_id]

@@ -1,7 +1,9 @@
-"""The task record: its keys, statuses, validation and its one canonical encoding.
+"""The task record: its fields (declared once, in FIELDS), statuses, validation, the
+one canonical encoding, and `Patch`, one change to a record's fields.
 
 Records are plain dicts so that keys this version does not know survive a
 rewrite untouched and a 10 000-task listing costs no object construction.
+No message here names a command-line flag: front ends word their own hints.
 """
 
 from __future__ import annotations
@@ -16,15 +18,13 @@ from .errors import Corrupt, UsageError
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 Record = dict  # a task record: the JSON object, keys in the contract's order
 
 STATUSES = ("pending", "in_progress", "completed", "deleted")
 OPEN = frozenset(("pending", "in_progress"))
-S12_KEYS = ("id", "subject", "description", "status", "blockedBy", "blocks", "owner")
-EXTENSION_KEYS = ("uid", "metadata", "createdAt", "updatedAt")
-KEY_ORDER = S12_KEYS + EXTENSION_KEYS
 EDGE_KEYS = ("blockedBy", "blocks")
 MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
 
@@ -40,19 +40,6 @@ _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 # C0 controls and DEL; newlines and tabs are allowed in descriptions only.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_TYPES = {
-    "id": int,
-    "subject": str,
-    "description": str,
-    "status": str,
-    "blockedBy": list,
-    "blocks": list,
-    "owner": str,
-    "uid": str,
-    "metadata": dict,
-    "createdAt": str,
-    "updatedAt": str,
-}
 
 
 def file_name(task_id: int) -> str:
@@ -133,31 +120,6 @@ def check_status(status: str) -> str:
     return status
 
 
-def parse_meta(item: str) -> tuple[str, Any]:
-    """`KEY=VALUE`: VALUE as JSON when it is valid JSON, else the text; `KEY=` yields REMOVE."""
-    key, sep, value = item.partition("=")
-    if not sep:
-        raise UsageError(f"--meta {item!r} has no '='; write KEY=VALUE (or KEY= to remove the key)")
-    _utf8(item, "--meta")
-    if not key.strip() or _CONTROL.search(key):
-        raise UsageError(f"--meta {item!r} has an empty or unprintable key")
-    if value == "":
-        return key, REMOVE
-    try:
-        # 1e999 parses as inf, which would be written as the non-JSON `Infinity`
-        parsed = json.loads(value, parse_constant=_refuse_constant, parse_float=_finite_float)
-    except _NonFinite:
-        raise UsageError(f"--meta {key}: {value[:80]!r} is not a finite number; JSON has no NaN or Infinity") from None
-    except RecursionError:
-        raise _too_deep(key) from None
-    except ValueError:
-        return key, value
-    if _depth(parsed) > MAX_META_DEPTH:
-        raise _too_deep(key)
-    _utf8(json.dumps(parsed, ensure_ascii=False), f"--meta {key}")  # a "\ud800" escape decodes to no character
-    return key, parsed
-
-
 def _utf8(text: str, what: str) -> str:
     """Text that UTF-8 can hold: no lone surrogates (undecodable bytes on the command
     line, or JSON escapes of half a character)."""
@@ -168,18 +130,41 @@ def _utf8(text: str, what: str) -> str:
     return text
 
 
-def _too_deep(key: str) -> UsageError:
-    return UsageError(f"--meta {key}: the value is nested too deeply; at most {MAX_META_DEPTH} levels are allowed")
+def parse_json_value(text: str) -> Any:
+    """JSON text as a value, strictly: no NaN or Infinity (nor 1e999, which parses as
+    inf). Raises NonFinite for those, ValueError when it is not JSON, RecursionError."""
+    return _STRICT_JSON.decode(text)
+
+
+def check_metadata(metadata: dict) -> dict:
+    """Metadata a caller gives: string keys one can print, values JSON can hold, finite,
+    in UTF-8, at most MAX_META_DEPTH deep."""
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key.strip() or _CONTROL.search(key):
+            raise UsageError(f"the metadata key {key!r} is empty or unprintable")
+        _utf8(key, "a metadata key")
+        if value is REMOVE:
+            continue
+        if json_depth(value) > MAX_META_DEPTH:
+            raise UsageError(
+                f"metadata {key}: the value is nested too deeply; at most {MAX_META_DEPTH} levels are allowed"
+            )
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            raise UsageError(f"metadata {key}: the value is not JSON with finite numbers") from None
+        _utf8(text, f"metadata {key}")
+    return metadata
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _NonFinite(text)
+        raise NonFinite(text)
     return value
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """How deeply arrays and objects nest in a JSON value (iterative: no recursion limit)."""
     deepest, pending = 0, [(value, 1)]
     while pending:
@@ -199,35 +184,172 @@ def parse_json(data: bytes) -> Any:
     return _STRICT_JSON.decode(text)
 
 
-class _NonFinite(ValueError):
-    pass
+class NonFinite(ValueError):
+    """A number JSON cannot hold: NaN, Infinity, or one too big for a float."""
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _NonFinite(name)
+    raise NonFinite(name)
 
 
 # One decoder for every file: json.loads with hooks builds a new one per call (a third of `list`'s parsing).
 _STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
-REMOVE = object()
+REMOVE = object()  # a metadata value that removes its key
+
+
+class Field:
+    """One key of the record: its JSON type, the value a new record gets (`default`,
+    given the time of the change), whether every file must have it (`required`: the
+    s12 keys; the others are extensions a rewrite adds), and, when a caller may set it
+    in a Patch, the check its new value must pass (`check`, raising UsageError)."""
+
+    __slots__ = ("check", "default", "kind", "name", "required")
+
+    def __init__(
+        self,
+        name: str,
+        kind: type,
+        default: Callable[[str], Any],
+        required: bool = False,
+        check: Callable[[Any], Any] | None = None,
+    ):
+        self.name, self.kind, self.default, self.required, self.check = name, kind, default, required, check
+
+    @property
+    def editable(self) -> bool:
+        return self.check is not None
+
+
+def _given(stamp: str) -> Any:
+    raise TypeError("a new record is given this field")  # id and subject: create passes them
+
+
+# The record's keys, in the contract's order (DESIGN §1): encoding, validation, `check`,
+# new records and Patch all read this table. Record-level data of later features
+# (priority, labels, accept, gate) lives in `metadata`: declare it in META_FIELDS.
+FIELDS = (
+    Field("id", int, _given, required=True),
+    Field("subject", str, _given, required=True, check=check_subject),
+    Field("description", str, lambda stamp: "", required=True, check=check_description),
+    Field("status", str, lambda stamp: "pending", required=True, check=check_status),
+    Field("blockedBy", list, lambda stamp: [], required=True),
+    Field("blocks", list, lambda stamp: [], required=True),
+    Field("owner", str, lambda stamp: "", required=True, check=check_owner),
+    Field("uid", str, lambda stamp: new_uid()),
+    Field("metadata", dict, lambda stamp: {}, check=check_metadata),
+    Field("createdAt", str, lambda stamp: stamp),
+    Field("updatedAt", str, lambda stamp: stamp),
+)
+# Keys of `metadata` with a meaning of their own (e.g. Field("priority", int, ..., check=...)):
+# a Patch sets them by name, and the change stores them in the record's metadata.
+META_FIELDS: tuple[Field, ...] = ()
+
+FIELD = {field.name: field for field in FIELDS + META_FIELDS}
+KEY_ORDER = tuple(field.name for field in FIELDS)
+S12_KEYS = tuple(field.name for field in FIELDS if field.required)
+EXTENSION_KEYS = tuple(field.name for field in FIELDS if not field.required)
+EDITABLE = frozenset(field.name for field in FIELDS + META_FIELDS if field.editable) - {"metadata"}
+_IN_METADATA = frozenset(field.name for field in META_FIELDS)
 
 
 def new_record(task_id: int, subject: str, description: str, owner: str, metadata: dict, stamp: str) -> Record:
-    return {
-        "id": task_id,
-        "subject": subject,
-        "description": description,
-        "status": "pending",
-        "blockedBy": [],
-        "blocks": [],
-        "owner": owner,
-        "uid": new_uid(),
-        "metadata": metadata,
-        "createdAt": stamp,
-        "updatedAt": stamp,
-    }
+    given = {"id": task_id, "subject": subject, "description": description, "owner": owner, "metadata": metadata}
+    return {field.name: given[field.name] if field.name in given else field.default(stamp) for field in FIELDS}
+
+
+def fill_defaults(record: Record, stamp: str) -> None:
+    """A hand-written record gains the extension keys the first time it is rewritten
+    (encode puts every key in the contract's order)."""
+    for field in FIELDS:
+        if not field.required and field.name not in record:
+            record[field.name] = field.default(stamp)
+
+
+class Patch:
+    """One change to a task: new values for fields (by name: `Patch(status="completed")`),
+    metadata keys to set (a value of REMOVE drops the key), and edges to add or remove.
+    Fields not named stay as they are; `None` means "not named"."""
+
+    def __init__(
+        self,
+        *,
+        metadata: dict | None = None,
+        add_blocked_by: Iterable[int] = (),
+        add_blocks: Iterable[int] = (),
+        remove_blocked_by: Iterable[int] = (),
+        remove_blocks: Iterable[int] = (),
+        **values: Any,
+    ):
+        unknown = sorted(set(values) - EDITABLE)
+        if unknown:
+            raise TypeError(f"a Patch cannot set {', '.join(unknown)}")
+        self.values = {name: value for name, value in values.items() if value is not None}
+        self.metadata = dict(metadata or {})
+        self.add_blocked_by, self.add_blocks = sorted(set(add_blocked_by)), sorted(set(add_blocks))
+        self.remove_blocked_by, self.remove_blocks = sorted(set(remove_blocked_by)), sorted(set(remove_blocks))
+
+    def __getattr__(self, name: str) -> Any:
+        if name in EDITABLE:
+            return self.__dict__["values"].get(name)
+        raise AttributeError(name)
+
+    def edges(self) -> list[int]:
+        """Every task the patch names in an edge to add or remove."""
+        return self.add_blocked_by + self.add_blocks + self.remove_blocked_by + self.remove_blocks
+
+    def is_empty(self) -> bool:
+        return not (self.values or self.metadata or self.edges())
+
+    def check(self) -> None:
+        """Every usage error the patch holds, before any file is read."""
+        for name, value in self.values.items():
+            FIELD[name].check(value)  # type: ignore[misc]  # EDITABLE fields have a check
+        check_metadata(self.metadata)
+        for added, removed, key in (
+            (self.add_blocked_by, self.remove_blocked_by, "blockedBy"),
+            (self.add_blocks, self.remove_blocks, "blocks"),
+        ):
+            both = sorted(set(added) & set(removed))
+            if both:
+                raise UsageError(
+                    f"the change both adds and removes {ids_text(both)} in {key}; say one",
+                    "add-and-remove",
+                    key=key,
+                    ids=both,
+                )
+        if self.status == "deleted" and self.edges():
+            raise UsageError("deleting a task removes every edge of it; change no edge with it", "delete-with-edges")
+
+    def apply(self, record: Record) -> list[str]:
+        """Set the named fields and metadata keys (not status, owner or edges: the
+        board's rules move those); the fields this changed."""
+        changed = []
+        for name, value in self.values.items():
+            if name in ("status", "owner") or name in _IN_METADATA:
+                continue
+            if record.get(name) != value:
+                record[name] = value
+                changed.append(name)
+        metadata = {name: value for name, value in self.values.items() if name in _IN_METADATA}
+        metadata.update(self.metadata)
+        if metadata:
+            merged = dict(record.get("metadata", {}))
+            for key, value in metadata.items():
+                if value is REMOVE:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = value
+            if merged != record.get("metadata", {}):
+                record["metadata"] = merged
+                changed.append("metadata")
+        return changed
+
+
+def ids_text(ids: Iterable[int]) -> str:
+    """`#1, #3`: tasks named in a message."""
+    return ", ".join(f"#{task_id}" for task_id in ids)
 
 
 def encode(record: Record) -> bytes:
@@ -242,11 +364,15 @@ def encode(record: Record) -> bytes:
     return (json.dumps(ordered, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def unparsable(data: bytes, exc: Exception) -> str:
-    """Why a task file does not parse, in words a person can act on."""
+CONFLICT_MARKERS = "has git conflict markers from an unfinished merge"
+
+
+def unparsable(data: bytes, exc: Exception) -> tuple[str, str]:
+    """Why a task file does not parse: (reason, words a person can act on); the reason
+    is "conflict-markers" for an unfinished merge (front ends add how to repair it)."""
     if data.startswith(b"<<<<<<< ") or b"\n<<<<<<< " in data:
-        return "has git conflict markers from an unfinished merge; keep one side, then run tasks check --fix"
-    return f"not valid JSON ({_short(exc)})"
+        return "conflict-markers", f"{CONFLICT_MARKERS}; keep one side of each conflict"
+    return "", f"not valid JSON ({_short(exc)})"
 
 
 def decode(data: bytes, name: str) -> Record:
@@ -254,7 +380,8 @@ def decode(data: bytes, name: str) -> Record:
     try:
         record = parse_json(data)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Corrupt(f"{name}: {unparsable(data, exc)}", name, "json") from None
+        reason, why = unparsable(data, exc)
+        raise Corrupt(f"{name}: {why}", name, "json", reason) from None
     if _plainly_sound(record, name):
         return record
     problems = problems_of(record, name)
@@ -309,9 +436,9 @@ def problems_of(record: Any, name: str) -> list[tuple[str, str]]:
     for key in S12_KEYS:
         if key not in record:
             problems.append(("keys", f"the key {key!r} is missing"))
-    for key, kind in _TYPES.items():
-        if key in record and not _is_a(record[key], kind):
-            problems.append(("type", f"{key!r} should be a JSON {_JSON_NAMES[kind]}"))
+    for field in FIELDS:
+        if field.name in record and not _is_a(record[field.name], field.kind):
+            problems.append(("type", f"{field.name!r} should be a JSON {_JSON_NAMES[field.kind]}"))
     if problems:
         return problems
     if record["id"] <= 0:
@@ -341,11 +468,3 @@ def _is_a(value: Any, kind: type) -> bool:
 
 def _short(exc: Exception) -> str:
     return str(exc).split("\n")[0][:120]
-
-
-def is_open(record: Record) -> bool:
-    return record["status"] in OPEN
-
-
-def ref(record: Record) -> str:
-    return f"#{record['id']}"

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from rich import box
 from rich.cells import cell_len
@@ -29,11 +29,13 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from . import diagram
-from .diagram import STATE_LABELS, state
+from . import views
 from .errors import UsageError
 from .graph import open_blockers
+from .invocation import write as _write
 from .model import MARKERS, Record
+from .model import ids_text as _ids
+from .views import STATE_LABELS, state, task_line
 
 STATE_STYLES = {"blocked": "red", "ready": "yellow", "in_progress": "cyan", "completed": "green", "deleted": "dim"}
 SYMBOLS = {"blocked": "⊘", "ready": "○", "in_progress": "◐", "completed": "✔", "deleted": "✖"}
@@ -110,10 +112,6 @@ def _show(renderable: RenderableType, plain: bool) -> None:
         out.print(renderable)
 
 
-def task_line(record: Record) -> str:
-    return f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}"
-
-
 def _mark(record: Record, key: str, plain: bool) -> Text:
     """The status at a glance: the s12 marker in plain mode, else a coloured symbol."""
     mark = Text()  # the style goes on the symbol only: callers append more to this Text
@@ -124,15 +122,11 @@ def _mark(record: Record, key: str, plain: bool) -> Text:
     return mark
 
 
-def _ids(ids: Iterable[int]) -> str:
-    return ", ".join(f"#{task_id}" for task_id in ids)
-
-
 def summary_text(
     records: list[Record], lookup, shown: int | None = None, plain: bool = False, with_deleted: bool = False
 ) -> Text:
     """The one-line summary, each count coloured like its state outside plain mode."""
-    line = diagram.summary(records, lookup, shown, with_deleted)
+    line = views.summary(records, lookup, shown, with_deleted)
     if plain:
         return Text(line)
     styles = {
@@ -203,7 +197,7 @@ class TaskTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
         lookup = self.listing.lookup
-        unlocks = diagram.unlocks(self.listing.records)
+        unlocks = views.unlocks(self.listing.records)
         rows = []
         for record in self.records:
             key = state(record, lookup)
@@ -311,21 +305,9 @@ def show_list(records: list[Record], listing, plain: bool) -> None:
     if plain:
         text = "".join(line + "\n" for line in plain_lines(records, listing))
         _write(sys.stdout, text)
-        _write(
-            sys.stderr, diagram.summary(listing.records, listing.lookup, len(records), _lists_deleted(records)) + "\n"
-        )
+        _write(sys.stderr, views.summary(listing.records, listing.lookup, len(records), _lists_deleted(records)) + "\n")
         return
     console(plain).print(list_view(records, listing, plain))
-
-
-def _write(stream, text: str) -> None:
-    """Data lines (plain `list`, summaries) go out as UTF-8 whatever the locale, as
-    every other output of the command does: a script reads the subject back intact."""
-    if hasattr(stream, "buffer"):
-        stream.buffer.write(text.encode("utf-8"))
-    else:
-        stream.write(text)
-    stream.flush()
 
 
 # -- board ----------------------------------------------------------------------------
@@ -366,9 +348,9 @@ class BoardView:
     def cards(self) -> dict[str, list[Text]]:
         if self._cards is None:
             lookup = self.listing.lookup
-            unlocks = diagram.unlocks(self.listing.records)
+            unlocks = views.unlocks(self.listing.records)
             self._cards = {}
-            for (name, key), records in zip(diagram.COLUMNS, diagram.columns(self.listing.records, lookup).values()):
+            for (name, key), records in zip(views.COLUMNS, views.columns(self.listing.records, lookup).values()):
                 self._cards[name] = [_card(r, key, lookup, unlocks.get(r["id"], 0), self.plain) for r in records]
         return self._cards
 
@@ -383,7 +365,7 @@ class BoardView:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cards = self.cards()
-        keys = dict(diagram.COLUMNS)
+        keys = dict(views.COLUMNS)
         if options.max_width < NARROW:
             for name, column in cards.items():
                 yield self.header(name, keys[name], len(column))
@@ -418,29 +400,9 @@ def board_view(listing, plain: bool = False) -> RenderableType:
 def show_board(listing, plain: bool, svg: str | None = None) -> None:
     _show(board_view(listing, plain), plain)
     if plain:
-        _write(sys.stderr, diagram.summary(listing.records, listing.lookup) + "\n")
+        _write(sys.stderr, views.summary(listing.records, listing.lookup) + "\n")
     if svg:
         _write_svg(board_view(listing, plain=False), svg, title="tasks board")
-
-
-def board_signature(root) -> tuple:
-    """What changes when any file on the board changes: names, sizes, mtimes and
-    inodes of the board folder's entries (one scandir, no file opened). The lock and
-    scratch entries are left out: readers and writers touch them without a change."""
-    try:
-        with os.scandir(root) as entries:
-            found = []
-            for entry in entries:
-                if entry.name in (".lock", ".scratch"):
-                    continue
-                try:
-                    stat = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                found.append((entry.name, stat.st_size, stat.st_mtime_ns, stat.st_ino))
-    except OSError:
-        return ()
-    return tuple(sorted(found))
 
 
 class WatchView:
@@ -502,53 +464,35 @@ def watch_view(board, plain: bool = False, fit: bool = False) -> RenderableType:
 
 def watch_board(
     board,
-    plain: bool | None = None,
+    plain: bool,
     out: Console | None = None,
     interval: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Redraw the board whenever a file under it changes, until Ctrl-C. Polls the
-    folder's file stats every `interval` seconds (cheap: no file is read unless one
-    changed). On a terminal the view is redrawn in place (rich Live) and fits its
-    height; plain mode prints each new view after the last one, which suits a log."""
+    """Redraw the board whenever a file under it changes, until Ctrl-C (the store
+    watches: no file is read unless one changed). On a terminal the view is redrawn in
+    place (rich Live) and fits its height; plain mode prints each new view after the
+    last one, which suits a log."""
     from rich.live import Live
 
-    if plain is None:
-        plain = _plain_default()
     out = out or console(plain)
-    root = board.store.root
-    seen = None
     try:
         if plain or not out.is_terminal:
-            while True:
-                signature = board_signature(root)
-                if signature != seen:
-                    if seen is not None:
-                        out.print(Text("-" * min(out.width, 40)))
-                    seen = signature
-                    view = watch_view(board, plain, fit=out.is_terminal)
-                    if plain:
-                        out.print(Text(plain_text(view, out.width, out.height).rstrip("\n")), soft_wrap=True)
-                    else:
-                        out.print(view)
-                sleep(interval)
+            for count, _ in enumerate(board.store.changes(interval, sleep)):
+                if count:
+                    out.print(Text("-" * min(out.width, 40)))
+                view = watch_view(board, plain, fit=out.is_terminal)
+                if plain:
+                    out.print(Text(plain_text(view, out.width, out.height).rstrip("\n")), soft_wrap=True)
+                else:
+                    out.print(view)
         with Live(
             console=out, auto_refresh=False, redirect_stdout=False, redirect_stderr=False, vertical_overflow="ellipsis"
         ) as live:
-            while True:
-                signature = board_signature(root)
-                if signature != seen:
-                    seen = signature
-                    live.update(watch_view(board, plain, fit=True), refresh=True)
-                sleep(interval)
+            for _ in board.store.changes(interval, sleep):
+                live.update(watch_view(board, plain, fit=True), refresh=True)
     except KeyboardInterrupt:
         pass
-
-
-def _plain_default() -> bool:
-    from .app import plain_output
-
-    return plain_output()
 
 
 # -- one task -------------------------------------------------------------------------
@@ -788,7 +732,7 @@ class GraphView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         max_depth = max(1, (options.max_width - 24) // 4)
         self.repeated = False
-        down, up = diagram.adjacency(self.edges)
+        down, up = views.adjacency(self.edges)
         if self.focus is not None and self.focus not in self.by_id:
             yield Text(f"#{self.focus} is deleted: it has no edges left (`tasks graph --all` lists it)", style="dim")
             return
@@ -840,9 +784,9 @@ def show_graph(records, edges, listing, fmt: str, focus: int | None, plain: bool
     """Print the graph in `fmt`; the DOT or Mermaid text it printed, if any."""
     text = None
     if fmt == "dot":
-        text = diagram.to_dot(records, edges, listing.lookup)
+        text = views.to_dot(records, edges, listing.lookup)
     elif fmt == "mermaid":
-        text = diagram.to_mermaid(records, edges, listing.lookup)
+        text = views.to_mermaid(records, edges, listing.lookup)
     if text is not None:
         _write(sys.stdout, text)
     else:

@@ -9,7 +9,11 @@ turnstile that new readers pass through, so reads cannot starve changes.
 
 A change to several files first writes an intent (every new file content) to
 `.tasks/.scratch/intent.json`; the next command of any kind finds it and
-finishes the change before doing anything else.
+finishes the change before doing anything else, and says so: `reading()` and
+`writing()` yield the recovery notes (taskboard.outcome.Note) for the caller to pass on.
+
+The names of the lock and scratch entries are known here only: a watcher asks for
+`signature()`, which leaves them out.
 """
 
 from __future__ import annotations
@@ -24,11 +28,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import Busy, Corrupt, NotFound, UsageError
-from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names
+from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names, ids_text
+from .outcome import Note
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
@@ -94,7 +99,6 @@ class Store:
         self.timeout = timeout
         self.lock_path = self.root / LOCK_NAME
         self.scratch = self.root / SCRATCH_NAME
-        self.recovered: list[str] = []
         self.replacements = 0  # files replaced by this process; see _crash_point
         self._lock = None
         self._exclusive = False
@@ -110,13 +114,20 @@ class Store:
         return max(self._unordered_ids(), default=0)
 
     def _unordered_ids(self) -> list[int]:
+        return ids_from_file_names(self.names())
+
+    def names(self) -> list[str]:
+        """Every name in the board folder, unordered (none when there is no board yet)."""
         try:
-            names = os.listdir(self.root)
+            return os.listdir(self.root)
         except FileNotFoundError:
             return []
         except NotADirectoryError:
             raise UsageError(f"the board path {self.root} is not a folder") from None
-        return ids_from_file_names(names)
+
+    def is_own(self, name: str) -> bool:
+        """Whether a name in the board folder is the store's own (the lock, the scratch folder)."""
+        return name in (LOCK_NAME, SCRATCH_NAME)
 
     def read(self, task_id: int) -> Record:
         name = file_name(task_id)
@@ -155,35 +166,69 @@ class Store:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
+    # -- watching --------------------------------------------------------------
+
+    def signature(self) -> tuple:
+        """What changes when any file on the board changes: names, sizes, mtimes and
+        inodes of the board folder's entries (one scandir, no file opened). The lock and
+        scratch entries are left out: readers and writers touch them without a change."""
+        try:
+            with os.scandir(self.root) as entries:
+                found = []
+                for entry in entries:
+                    if self.is_own(entry.name):
+                        continue
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    found.append((entry.name, info.st_size, info.st_mtime_ns, info.st_ino))
+        except OSError:
+            return ()
+        return tuple(sorted(found))
+
+    def changes(self, interval: float = 0.5, sleep: Callable[[float], None] = time.sleep) -> Iterator[None]:
+        """Yield at once, then each time a file on the board changed: the signature is
+        polled every `interval` seconds (cheap: no file is read). Endless; the caller stops."""
+        seen = None
+        while True:
+            signature = self.signature()
+            if signature != seen:
+                seen = signature
+                yield
+            sleep(interval)
+
     # -- locking ---------------------------------------------------------------
 
     @contextmanager
-    def reading(self) -> Iterator[None]:
-        """Hold the shared lock while reading several files; finish a crashed change first."""
+    def reading(self) -> Iterator[list[Note]]:
+        """Hold the shared lock while reading several files; finish a crashed change
+        first. Yields the notes of that recovery (empty when there was none)."""
         if self._exclusive:
-            yield
+            yield []
             return
         try:
             fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
         except (FileNotFoundError, NotADirectoryError):
-            yield  # no board yet: nothing to read, nothing to lock
+            yield []  # no board yet: nothing to read, nothing to lock
             return
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-                yield  # a read-only board cannot be written meanwhile
+                yield []  # a read-only board cannot be written meanwhile
                 return
             raise self._bad_lock(exc) from None
         try:
             deadline = time.monotonic() + self.timeout
             with self._turnstile(fcntl.LOCK_SH, deadline):
                 self._flock(fd, fcntl.LOCK_SH, deadline)
+            notes: list[Note] = []
             if self.scratch_names():  # a killed writer's leftovers: finish them first
                 fcntl.flock(fd, fcntl.LOCK_UN)
-                with self.writing():
+                with self.writing() as notes:
                     pass  # taking the write lock recovers
                 # once: what recovery could not remove is not a change
                 self._flock(fd, fcntl.LOCK_SH, time.monotonic() + self.timeout)
-            yield
+            yield notes
         finally:
             os.close(fd)
 
@@ -232,14 +277,17 @@ class Store:
         return exc
 
     def _busy(self) -> Busy:
-        return Busy(f"the board is busy: {self.lock_path} stayed locked for {self.timeout:g} s (--timeout)")
+        return Busy(
+            f"the board is busy: {self.lock_path} stayed locked for {self.timeout:g} s", "busy", timeout=self.timeout
+        )
 
     @contextmanager
-    def writing(self) -> Iterator[None]:
+    def writing(self) -> Iterator[list[Note]]:
         """Hold the board lock for one change; creates the board and finishes any
-        change a killed process left behind before the caller does anything."""
+        change a killed process left behind before the caller does anything. Yields
+        the notes of that recovery (empty when there was none)."""
         if self._exclusive:
-            yield
+            yield []
             return
         fresh = self.ensure_folder()
         from filelock import FileLock, Timeout  # only writers pay for filelock
@@ -256,10 +304,10 @@ class Store:
             raise self._bad_lock(exc) from None
         self._exclusive = True
         try:
-            self.recovered += self.recover()
+            notes = self.recover()
             if fresh:  # a board made by any first write keeps its lock out of git
                 self.write_git_files()
-            yield
+            yield notes
         finally:
             self._exclusive = False
             self._lock.release()
@@ -350,14 +398,19 @@ class Store:
 
             os.kill(os.getpid(), signal.SIGKILL)
 
-    def recover(self) -> list[str]:
-        """Finish (or drop) what a killed writer left in the scratch folder."""
+    def recover(self) -> list[Note]:
+        """Finish (or drop) what a killed writer left in the scratch folder; what it did."""
         names = self.scratch_names()
         if not names:
             return []
         if not stat.S_ISDIR(os.lstat(self.scratch).st_mode):
             os.unlink(self.scratch)  # removes a link itself: files it points to are not ours to touch
-            return [f"removed {SCRATCH_NAME}, which was a link or file where the scratch folder belongs"]
+            return [
+                Note(
+                    "scratch-replaced",
+                    f"removed {SCRATCH_NAME}, which was a link or file where the scratch folder belongs",
+                )
+            ]
         notes = []
         if INTENT_NAME in names:
             try:
@@ -368,11 +421,11 @@ class Store:
                     if id_from_file_name(name) is not None
                 }
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                notes.append("discarded an unreadable intent of an interrupted change")
+                notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
                 self._apply(files, journaled=True)
-                ids = ", ".join(f"#{id_from_file_name(name)}" for name in sorted(files, key=id_from_file_name))
-                notes.append(f"completed an interrupted change to {ids}")
+                ids = sorted(id_from_file_name(name) or 0 for name in files)
+                notes.append(Note("recovered", f"completed an interrupted change to {ids_text(ids)}", tasks=ids))
         leftovers = [name for name in names if name != INTENT_NAME]
         for name in leftovers + ([INTENT_NAME] if INTENT_NAME in names else []):
             try:
@@ -384,6 +437,12 @@ class Store:
             except FileNotFoundError:
                 pass
         if leftovers:
-            notes.append(f"removed {len(leftovers)} leftover temporary file(s) of an interrupted change")
+            notes.append(
+                Note(
+                    "leftovers-removed",
+                    f"removed {len(leftovers)} leftover temporary file(s) of an interrupted change",
+                    count=len(leftovers),
+                )
+            )
         _fsync_folder(self.scratch)
         return notes

@@ -14,6 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from taskboard import graph
 from taskboard.board import Board
 from taskboard.errors import NotFound, Refused
+from taskboard.model import Patch
 from taskboard.store import Store
 
 
@@ -162,11 +163,11 @@ class BoardModel(RuleBasedStateMachine):
     def add_edge(self, a, b):
         if a not in self.status or b not in self.status:
             with pytest.raises(NotFound):
-                self.board.update(b, add_blocked_by=[a])
+                self.board.update(b, Patch(add_blocked_by=[a]))
             return
         refuse = "deleted" in (self.status[a], self.status[b]) or self.reaches(b, a)
         try:
-            self.board.update(b, add_blocked_by=[a])
+            self.board.update(b, Patch(add_blocked_by=[a]))
         except Refused:
             assert refuse
             return
@@ -177,7 +178,7 @@ class BoardModel(RuleBasedStateMachine):
     @rule(data=st.data())
     def remove_edge(self, data):
         a, b = data.draw(st.sampled_from(sorted(self.edges)))
-        outcome = self.board.update(a, remove_blocks=[b])
+        outcome = self.board.update(a, Patch(remove_blocks=[b]))
         was_ready = self.ready(b)
         self.edges.discard((a, b))
         assert (b in outcome.unblocked) == (self.ready(b) and not was_ready)
@@ -191,7 +192,7 @@ class BoardModel(RuleBasedStateMachine):
         allowed = old != "deleted" and (target == old or target == "pending" or not self.open_blockers(task))
         before = {t: self.ready(t) for t in self.status if self.status[t] != "deleted"}
         try:
-            outcome = self.board.update(task, status=target)
+            outcome = self.board.update(task, Patch(status=target))
         except Refused:
             assert not allowed
             return

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from taskboard import graph, render
 from taskboard.board import Board
-from taskboard.model import MARKERS, encode, file_name, new_record
+from taskboard.model import MARKERS, Patch, encode, file_name, new_record
 from taskboard.store import Store
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
@@ -33,6 +33,12 @@ LONG_SUBJECT = "Refactor " + "the very long subject that keeps going " * 12 + "E
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def with_neighbours(board, task_id):
+    """A task and the records its lists name, as `get` shows them to a person."""
+    outcome = board.get(task_id, neighbours=True)
+    return outcome.record, outcome.neighbours
 
 
 def draw(renderable, width: int, colour: bool = True, height: int | None = None) -> str:
@@ -264,7 +270,7 @@ def odd(tmp_path) -> Board:
     for subject in WIDE_SUBJECTS:
         board.create(subject, blocked_by=[third])
     board.create(LONG_SUBJECT, blocks=[first])
-    board.update(first + 5, status="in_progress")  # the long one: it waits on nothing
+    board.update(first + 5, Patch(status="in_progress"))  # the long one: it waits on nothing
     return board
 
 
@@ -411,7 +417,7 @@ def test_show_board_writes_an_svg_picture(sample, tmp_path, capsys):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_task_panel_shows_every_field_and_its_neighbours(sample, width):
-    record, neighbours = sample.get_with_neighbours(7)
+    record, neighbours = with_neighbours(sample, 7)
     text = flat(draw(render.task_view(record, neighbours), width))
     assert "#7" in text and "blocked" in text
     for other in (4, 5, 6, 9, 11):
@@ -420,19 +426,19 @@ def test_task_panel_shows_every_field_and_its_neighbours(sample, width):
         assert "#6 Port the batch jobs to Settings in progress @claude-agent-1" in text
         assert "#4 Port CLI entry points to Settings blocked" in text  # its own blocker #2 is open
         assert "2026-11-29T19:50:51Z" in text and record["uid"] in text
-    record, neighbours = sample.get_with_neighbours(12)
+    record, neighbours = with_neighbours(sample, 12)
     text = flat(draw(render.task_view(record, neighbours), 160))
     assert "Fix [red] markup in the settings banner" in text and "labels" in text and '["ui", "bug"]' in text
     assert "bob" in text
 
 
 def test_task_panel_plain_starts_like_a_list_line(sample):
-    record, neighbours = sample.get_with_neighbours(2)
+    record, neighbours = with_neighbours(sample, 2)
     text = draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
     assert text.startswith("[>] #2: Write characterisation tests for config parsing")
     assert "[ ] #4 Port CLI" in text and ESCAPE not in text
     assert "grep" not in text  # #1's description is not #2's
-    record, neighbours = sample.get_with_neighbours(1)
+    record, neighbours = with_neighbours(sample, 1)
     assert "grep for load_config" in draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
 
 
@@ -468,10 +474,10 @@ def test_dot_and_mermaid_edges_are_the_graph_edges(board_name, request):
     listing = board.listing()
     records = [r for r in listing.records if r["status"] != "deleted"]
     edges = graph.edges(records)
-    from taskboard import diagram
+    from taskboard import views
 
-    dot_nodes, dot_edges = parse_dot(diagram.to_dot(records, edges, listing.lookup))
-    mermaid_nodes, mermaid_edges = parse_mermaid(diagram.to_mermaid(records, edges, listing.lookup))
+    dot_nodes, dot_edges = parse_dot(views.to_dot(records, edges, listing.lookup))
+    mermaid_nodes, mermaid_edges = parse_mermaid(views.to_mermaid(records, edges, listing.lookup))
     assert sorted(dot_edges) == dot_edges == edges and len(set(dot_edges)) == len(dot_edges)
     assert sorted(mermaid_edges) == mermaid_edges == edges
     assert set(dot_nodes) == set(mermaid_nodes) == {r["id"] for r in records}
@@ -488,11 +494,11 @@ def test_dot_and_mermaid_escape_user_text(tmp_path):
     board.create(nasty)
     board.create("after", blocked_by=[1])
     listing = board.listing()
-    from taskboard import diagram
+    from taskboard import views
 
-    dot_nodes, _ = parse_dot(diagram.to_dot(listing.records, graph.edges(listing.records), listing.lookup))
+    dot_nodes, _ = parse_dot(views.to_dot(listing.records, graph.edges(listing.records), listing.lookup))
     assert " ".join(dot_nodes[1].split()) == "#1 " + nasty
-    mermaid_nodes, _ = parse_mermaid(diagram.to_mermaid(listing.records, graph.edges(listing.records), listing.lookup))
+    mermaid_nodes, _ = parse_mermaid(views.to_mermaid(listing.records, graph.edges(listing.records), listing.lookup))
     assert " ".join(unmermaid(mermaid_nodes[1]).split()) == "#1 " + nasty
     assert "#12;" not in mermaid_nodes[1]
 
@@ -521,10 +527,10 @@ def test_empty_board_renders_every_view(tmp_path, width):
     board_text = draw(render.board_view(listing), width)
     assert summary in flat(board_text) and "Blocked (0)" in board_text and "Done (0)" in board_text
     assert "0 tasks · 0 edges" in draw(render.graph_view([], [], listing.lookup), width)
-    from taskboard import diagram
+    from taskboard import views
 
-    assert parse_dot(diagram.to_dot([], [], listing.lookup)) == ({}, [])
-    assert diagram.to_mermaid([], [], listing.lookup) == "flowchart LR\n"
+    assert parse_dot(views.to_dot([], [], listing.lookup)) == ({}, [])
+    assert views.to_mermaid([], [], listing.lookup) == "flowchart LR\n"
     assert render.plain_lines([], listing) == []
 
 
@@ -550,7 +556,7 @@ def test_markup_wide_and_long_subjects_are_shown_as_typed(odd, width):
     list_80 = draw(views["list"], 80)
     long_row = next(line for line in list_80.splitlines() if "Refactor" in line)
     assert "…" in long_row and "END" not in long_row
-    record, neighbours = odd.get_with_neighbours(1)
+    record, neighbours = with_neighbours(odd, 1)
     panel = flat(draw(render.task_view(record, neighbours), width))
     assert "[blue]eve" in panel.replace(" ", "") or width < 80
     if width == 160:
@@ -576,7 +582,7 @@ def test_thousand_tasks_every_view(big):
         tree = draw(render.graph_view(live, graph.edges(live), listing.lookup), width)
         assert fits(tree, width)
         assert {int(m) for m in re.findall(r"[✔◐○⊘] #(\d+)", tree)} == {r["id"] for r in live}
-    unlocks = render.diagram.unlocks(records)
+    unlocks = render.views.unlocks(records)
     for task_id in (301, 326, 350, 999):
         assert unlocks.get(task_id, 0) == expected_unlocks(records, task_id)
 
@@ -614,11 +620,11 @@ def test_watch_redraws_when_a_file_changes_and_stops_on_ctrl_c(sample, plain):
 
 
 def test_board_signature_sees_content_changes(sample):
-    before = render.board_signature(sample.store.root)
-    assert before == render.board_signature(sample.store.root)
-    sample.update(8, subject="Docs for the new variables")
-    assert render.board_signature(sample.store.root) != before
-    assert render.board_signature(sample.store.root / "missing") == ()
+    before = sample.store.signature()
+    assert before == sample.store.signature()
+    sample.update(8, Patch(subject="Docs for the new variables"))
+    assert sample.store.signature() != before
+    assert Store(sample.store.root / "missing").signature() == ()
 
 
 # -- reviewed defects ------------------------------------------------------------------
@@ -648,14 +654,14 @@ def graph_text(board: Board, width: int, plain: bool = False) -> str:
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_task_panel_keeps_the_whole_subject_in_its_body(sample, odd, width):
-    record, neighbours = sample.get_with_neighbours(7)
+    record, neighbours = with_neighbours(sample, 7)
     text = draw(render.task_view(record, neighbours), width)
     assert fits(text, width)
     title = text.splitlines()[0]
     assert "#7 · blocked" in title and "Remove" not in title  # the title is short and always fits
     assert "Remove the legacy loader and settings.ini" in flat(text.replace("│", " "))
     long_id = next(r["id"] for r in odd.listing().records if r["subject"] == LONG_SUBJECT)
-    record, neighbours = odd.get_with_neighbours(long_id)
+    record, neighbours = with_neighbours(odd, long_id)
     text = draw(render.task_view(record, neighbours), width)
     assert fits(text, width) and flat(LONG_SUBJECT) in flat(text.replace("│", " "))
 
@@ -759,7 +765,7 @@ def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width
 
 
 def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):
-    from taskboard import diagram
+    from taskboard import views
 
     listing = big.listing()
     live = [r for r in listing.records if r["status"] != "deleted"]
@@ -774,8 +780,8 @@ def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):
     json_run = Run(big.store.root)("graph", "--format", "mermaid", "--json")
     assert json_run.stderr == ""  # no diagram, nothing to warn about
     small = "flowchart LR\n" + "x" * 49_000
-    assert diagram.mermaid_warning(small, 500) is None
-    assert "characters" in diagram.mermaid_warning(small + "x" * 2_000, 10)
+    assert views.mermaid_warning(small, 500) is None
+    assert "characters" in views.mermaid_warning(small + "x" * 2_000, 10)
 
 
 def test_board_watch_refuses_svg_and_json(sample, tmp_path):
@@ -826,7 +832,7 @@ def test_plain_views_are_ascii_without_trailing_spaces(tmp_path):
 
 
 def test_plain_get_and_graph_use_ascii_guides(sample):
-    record, neighbours = sample.get_with_neighbours(2)
+    record, neighbours = with_neighbours(sample, 2)
     text = draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
     assert "blocked by  -" in text and "—" not in text
     plain = graph_text(sample, 80, plain=True)

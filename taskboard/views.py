@@ -1,7 +1,8 @@
-"""What the views show, as plain data and text: each task's state, the board's
-columns and summary, how much each task unlocks, and the graph as Graphviz DOT
-or a Mermaid flowchart. No rich here, so DOT and Mermaid stay cheap and every
-rule the pictures follow can be tested without a console.
+"""The view-model: what the views show, as plain data and text. Each task's state and
+marker line, the board's columns (by state for people, by status for --json) and
+summary, how much each task unlocks, and the graph as Graphviz DOT or a Mermaid
+flowchart. No rich here, so DOT and Mermaid stay cheap and every rule the pictures
+follow can be tested without a console.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import textwrap
 from collections.abc import Iterable
 
 from . import graph
-from .model import OPEN, Record
+from .model import MARKERS, OPEN, STATUSES, Record
 
 # The state a person cares about: a pending task is either ready or blocked.
 STATES = ("blocked", "ready", "in_progress", "completed", "deleted")
@@ -24,6 +25,20 @@ STATE_LABELS = {
 }
 # Kanban columns, left to right, and the state each one holds.
 COLUMNS = (("Blocked", "blocked"), ("Ready", "ready"), ("In progress", "in_progress"), ("Done", "completed"))
+
+
+def task_line(record: Record) -> str:
+    """`[ ] #4: Write parser`: the s12 marker, the id and the subject, on one line."""
+    return f"{MARKERS[record['status']]} #{record['id']}: {record['subject']}"
+
+
+def status_columns(records: Iterable[Record]) -> dict[str, list[Record]]:
+    """The board as data (`board --json`): one key per open or finished status, records in id order."""
+    found: dict[str, list[Record]] = {status: [] for status in STATUSES[:3]}
+    for record in records:
+        if record["status"] in found:
+            found[record["status"]].append(record)
+    return found
 
 
 def state(record: Record, lookup: graph.Lookup) -> str:

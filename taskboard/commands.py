@@ -1,0 +1,190 @@
+"""The commands' bodies, without click: each takes the Invocation and plain values,
+calls one board operation, and prints its outcome (data on stdout, what happened on
+stderr). cli.py parses the command line into these calls; the fast path in app.py
+calls the commonest ones directly. No business rules here: those are the board's.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .errors import UsageError
+from .invocation import Invocation, write
+from .messages import damage_error, error_text, problem_document
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .board import Listing
+    from .model import Patch
+    from .outcome import Outcome
+
+
+def show_record(inv: Invocation, outcome: Outcome) -> int:
+    """What a change did: the record (or its marker line), then what the user should hear."""
+    assert outcome.record is not None
+    if inv.json:
+        inv.data(outcome.record)
+    else:
+        from .views import task_line
+
+        write(sys.stdout, task_line(outcome.record) + "\n")
+    inv.report(outcome)
+    return 0
+
+
+def damage(inv: Invocation, listing: Listing) -> None:
+    """Name each damaged file on stderr; the command still showed the rest, then exits 6."""
+    inv.notes(listing.notes)
+    if listing.damaged:
+        for exc in listing.damaged[:-1]:
+            inv.warn(error_text(exc))
+        raise damage_error(listing.damaged)
+
+
+def init(inv: Invocation) -> int:
+    created = inv.board.init()
+    root = str(inv.board.store.root)
+    if inv.json:
+        inv.data({"board": root, "created": created})
+    else:
+        write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
+    return 0
+
+
+def create(
+    inv: Invocation,
+    subject: str,
+    description: str = "",
+    blocked_by: Iterable[int] = (),
+    blocks: Iterable[int] = (),
+    owner: str = "",
+    metadata: dict | None = None,
+) -> int:
+    return show_record(inv, inv.board.create(subject, description, blocked_by, blocks, owner, metadata))
+
+
+def get(inv: Invocation, task_id: int) -> int:
+    """The record, or for a person the task with its neighbours."""
+    if inv.json:
+        outcome = inv.board.get(task_id)
+        inv.data(outcome.record)
+    else:
+        outcome = inv.board.get(task_id, neighbours=True)
+        from . import render
+
+        assert outcome.record is not None
+        render.show_task(outcome.record, outcome.neighbours, plain=inv.plain())
+    inv.report(outcome)  # an interrupted change it finished is news, as for every command
+    return 0
+
+
+def update(inv: Invocation, task_id: int, patch: Patch, force: bool = False) -> int:
+    return show_record(inv, inv.board.update(task_id, patch, force=force))
+
+
+def delete(inv: Invocation, task_id: int, force: bool = False) -> int:
+    return show_record(inv, inv.board.delete(task_id, force=force))
+
+
+def claim(inv: Invocation, task_id: int | None, owner: str | None) -> int:
+    board = inv.board
+    return show_record(inv, board.claim(task_id, owner if owner is not None else board.caller))
+
+
+def list_tasks(
+    inv: Invocation,
+    statuses: Iterable[str] = (),
+    owner: str | None = None,
+    ready: bool = False,
+    blocked: bool = False,
+    include_deleted: bool = False,
+) -> int:
+    """`list` and `ready`: every readable task that matches, then the damage, if any."""
+    from .board import check_filters
+
+    check_filters(ready, blocked)  # a usage error comes before any wait for the board
+    listing = inv.board.listing()
+    chosen = inv.board.select(listing, statuses, owner, ready, blocked, include_deleted)
+    if inv.json:
+        inv.data(chosen)
+    else:
+        from . import render
+
+        render.show_list(chosen, listing, plain=inv.plain())
+    damage(inv, listing)
+    return 0
+
+
+def board(inv: Invocation, svg: str | None = None, watch: bool = False) -> int:
+    """The kanban view; under --json the records by status."""
+    if watch and inv.json:
+        raise UsageError("--watch redraws the board for people; --json prints it once (poll it to follow changes)")
+    if watch and svg:
+        raise UsageError("--watch redraws in the terminal and --svg writes one picture; ask for one at a time")
+    if inv.json:
+        from .views import status_columns
+
+        listing = inv.board.listing()
+        inv.data(status_columns(listing.records))
+        damage(inv, listing)
+        return 0
+    from . import render
+
+    if watch:
+        render.watch_board(inv.board, plain=inv.plain())
+        return 0
+    listing = inv.board.listing()
+    render.show_board(listing, plain=inv.plain(), svg=svg)
+    damage(inv, listing)
+    return 0
+
+
+def graph(
+    inv: Invocation,
+    task_id: int | None = None,
+    fmt: str = "text",
+    include_deleted: bool = False,
+    svg: str | None = None,
+) -> int:
+    """The dependency graph, or one task's neighbourhood in it, as text, DOT or Mermaid."""
+    from . import graph as graphs
+    from . import views
+
+    listing = inv.board.listing()
+    records = [r for r in listing.records if include_deleted or r["status"] != "deleted"]
+    if task_id is not None:
+        if not any(r["id"] == task_id for r in listing.records):
+            inv.board.get(task_id)  # raises the right error: missing or damaged
+        records = graphs.neighbourhood(records, task_id)
+    edges = graphs.edges(records)
+    text = None
+    if inv.json:
+        inv.data({"nodes": records, "edges": [list(edge) for edge in edges]})
+    elif fmt in ("dot", "mermaid") and not svg:  # text for other tools: no rich needed
+        text = (views.to_dot if fmt == "dot" else views.to_mermaid)(records, edges, listing.lookup)
+        write(sys.stdout, text)
+    else:
+        from . import render
+
+        text = render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=inv.plain(), svg=svg)
+    if fmt == "mermaid" and text is not None:
+        too_big = views.mermaid_warning(text, len(edges), focused=task_id is not None)
+        if too_big:
+            inv.warn(too_big)
+    damage(inv, listing)
+    return 0
+
+
+def check(inv: Invocation, fix: bool = False) -> int:
+    """Validate every file and invariant; 0 when sound (after fixing), else 6."""
+    problems = [problem_document(problem) for problem in inv.board.check(fix=fix)]
+    ok = all(problem["fixed"] for problem in problems)
+    if inv.json:
+        inv.data({"ok": ok, "problems": problems})
+    else:
+        from . import render
+
+        render.show_check(problems, ok, plain=inv.plain())
+    return 0 if ok else 6

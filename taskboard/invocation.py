@@ -1,0 +1,124 @@
+"""One run of a command, without click: which board, who is calling, and how the
+command speaks (data on stdout; messages on stderr, JSON Lines under --json, an
+error last). The click-free fast path and the click commands both build one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+from .errors import UsageError
+from .messages import outcome_events
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .board import Board
+    from .outcome import Note, Outcome
+
+
+class Invocation:
+    """What every command shares: the board, who is calling, how to speak."""
+
+    def __init__(self, board_dir: str | None = None, timeout: float | None = None, caller: str | None = None):
+        self.board_dir = board_dir
+        self.timeout = timeout
+        self.caller_flag = caller
+        self.json = False
+        self.argv: list[str] = []
+        self._board: Board | None = None
+
+    @property
+    def board(self) -> Board:
+        """The board, found and opened on first use (a usage error comes first)."""
+        if self._board is None:
+            from .board import Board
+            from .store import DEFAULT_TIMEOUT, Store, find_board
+
+            timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
+            caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
+            self._board = Board(Store(find_board(self.board_dir), timeout), caller)
+        return self._board
+
+    # -- speaking ----------------------------------------------------------------
+
+    def data(self, document: Any) -> None:
+        """The one JSON document of a --json command."""
+        write(sys.stdout, json.dumps(document, ensure_ascii=False) + "\n")
+
+    def event(self, key: str, value: Any, human: str) -> None:
+        """A message about what happened: `{key: value}` under --json, else the text."""
+        if self.json:
+            write(sys.stderr, json.dumps({key: value}, ensure_ascii=False) + "\n")
+        else:
+            write(sys.stderr, human + "\n")
+
+    def warn(self, message: str) -> None:
+        self.event("warning", message, f"warning: {message}")
+
+    def report(self, outcome: Outcome) -> None:
+        """What the caller should hear of an outcome: its notes, then the tasks set free."""
+        for key, value, human in outcome_events(outcome):
+            self.event(key, value, human)
+
+    def notes(self, notes: list[Note]) -> None:
+        from .outcome import Outcome
+
+        outcome = Outcome()
+        outcome.notes = notes
+        self.report(outcome)
+
+    def plain(self) -> bool:
+        return plain_output()
+
+
+def plain_output() -> bool:
+    """Plain text when piped, under NO_COLOR, or on a dumb terminal; FORCE_COLOR asks
+    for the rich views even through a pipe (NO_COLOR still wins)."""
+    if os.environ.get("NO_COLOR"):
+        return True
+    if os.environ.get("FORCE_COLOR"):
+        return False
+    return os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
+
+
+def write(stream: Any, text: str) -> None:
+    """Text out as UTF-8 whatever the locale, flushed: a script reads a subject back intact."""
+    if hasattr(stream, "buffer"):
+        stream.buffer.write(text.encode("utf-8"))
+    else:
+        stream.write(text)
+    stream.flush()
+
+
+def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:
+    """Report the error a command ends with (the last line of stderr); its exit code."""
+    try:
+        if json_mode:
+            line = json.dumps({"error": {"code": code, "message": message, "exit": exit_code}}, ensure_ascii=False)
+            write(sys.stderr, line + "\n")
+        else:
+            write(sys.stderr, f"tasks: error: {message}{hint}\n")
+    except BrokenPipeError:
+        pass
+    return exit_code
+
+
+def env_timeout(default: float) -> float:
+    raw = os.environ.get("TASKS_LOCK_TIMEOUT")
+    if raw is None or raw == "":
+        return default
+    try:
+        return check_timeout(float(raw))
+    except ValueError:
+        raise UsageError(f"TASKS_LOCK_TIMEOUT={raw!r} is not a number of seconds") from None
+
+
+def check_timeout(value: float) -> float:
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"the lock timeout must be a finite number of seconds ≥ 0, not {value}")
+    return value

@@ -1,0 +1,108 @@
+"""Wording for people and documents for machines: the one place where an error, a
+note, a check problem or an outcome becomes what the command line prints, as text or
+under --json. The core's errors and notes carry machine codes and a plain default
+message that names no flag; the command line's hints (`pass --force`, `--timeout`,
+`tasks check --fix`) are added here. Any front end can call these functions; an MCP
+server may word its hints its own way and fall back on the default messages.
+"""
+
+from __future__ import annotations
+
+from .errors import Corrupt, TaskError
+from .model import CONFLICT_MARKERS, ids_text
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .check import Problem
+    from .outcome import Note, Outcome
+
+_FLAG_OF_KEY = {"blockedBy": "blocked-by", "blocks": "blocks"}
+
+
+def corrupt_text(file: str, reason: str, default: str) -> str:
+    """A damaged file's message as the command line says it."""
+    if reason == "conflict-markers":
+        return f"{file}: {CONFLICT_MARKERS}; keep one side, then run tasks check --fix"
+    return default
+
+
+# The command line's wording of errors whose default message would not tell a person
+# at the shell which flag to use, by the error's reason.
+_CLI_ERRORS: dict[str, Callable[[TaskError], str]] = {
+    "add-and-remove": lambda e: (
+        f"--add-{_FLAG_OF_KEY[e.data['key']]} and --remove-{_FLAG_OF_KEY[e.data['key']]} both name "
+        f"{ids_text(e.data['ids'])}; say one"
+    ),
+    "delete-with-edges": lambda e: "--status deleted removes every edge of the task; leave out the edge flags",
+    "ready-and-blocked": lambda e: "--ready and --blocked exclude each other; ask for one",
+    "owner-needed": lambda e: "claim needs an owner: pass --owner NAME, --as NAME or set TASKS_OWNER",
+    "held": lambda e: f"{e.message} (pass --force to override)",
+    "busy": lambda e: f"{e.message} (--timeout)",
+    "conflict-markers": lambda e: corrupt_text(getattr(e, "file", ""), e.reason, e.message),
+    "delete-past-damage": lambda e: (
+        f"cannot delete #{e.data['task']}: "
+        f"{corrupt_text(getattr(e, 'file', ''), e.data['cause_reason'], e.data['cause'])} "
+        "(repair it, or see tasks check)"
+    ),
+}
+
+
+def error_text(exc: TaskError) -> str:
+    """An error's message as the command line says it."""
+    wording = _CLI_ERRORS.get(exc.reason)
+    return wording(exc) if wording else exc.message
+
+
+def error_document(exc: TaskError) -> dict[str, Any]:
+    """`{"code", "message", "exit"}`: an error for machines (the value of `--json`'s
+    `{"error": ...}` line)."""
+    return {"code": exc.code, "message": error_text(exc), "exit": exc.exit_code}
+
+
+def permission_text(exc: PermissionError) -> str:
+    """A board this user may not read or write: named, with what to do; no bug."""
+    return (
+        f"{exc.filename or 'the board'}: {(exc.strerror or 'permission denied').lower()}; "
+        "check the permissions of the board folder"
+    )
+
+
+def internal_text(exc: BaseException) -> str:
+    return f"internal error: {type(exc).__name__}: {exc} (set TASKS_DEBUG=1 for a trace)"
+
+
+def note_text(note: Note) -> str:
+    """A note as the command line says it."""
+    if note.code == "skipped-damaged":
+        return "skipped " + corrupt_text(note.data["file"], note.data["reason"], note.data["problem"])
+    return note.message
+
+
+def problem_document(problem: Problem) -> dict[str, Any]:
+    """One problem of `check --json`: `{"file", "task", "rule", "message", "fixed"}`."""
+    return {
+        "file": problem.file,
+        "task": problem.task,
+        "rule": problem.rule,
+        "message": corrupt_text(problem.file or "", problem.reason, problem.message),
+        "fixed": problem.fixed,
+    }
+
+
+def outcome_events(outcome: Outcome) -> list[tuple[str, Any, str]]:
+    """What the caller should hear of an outcome, in order, as (key, value, human text):
+    each note a warning, then the tasks it set free. Under --json each becomes the
+    stderr line `{key: value}`; for people, the text."""
+    return [("warning", note_text(note), f"warning: {note_text(note)}") for note in outcome.notes] + (
+        [("unblocked", outcome.unblocked, f"unblocked {ids_text(outcome.unblocked)}")] if outcome.unblocked else []
+    )
+
+
+def damage_error(damaged: list[Corrupt]) -> Corrupt:
+    """The error a listing with damaged files ends with: the last file, counting the others."""
+    last = damaged[-1]
+    more = f" (and {len(damaged) - 1} more damaged file(s) above)" if len(damaged) > 1 else ""
+    return Corrupt(error_text(last) + more, last.file, last.rule)
