@@ -140,7 +140,7 @@ class Bench:
         bares = []
         for attempt in range(runs or self.runs):
             bares.append(self.bare())
-            pairs = list(zip(cases, samples))
+            pairs = list(zip(cases, samples, strict=True))
             # the order flips every round: a fsync may wait for whatever the machine wrote before it
             for (name, board, args_of), sample in pairs if attempt % 2 == 0 else pairs[::-1]:
                 seconds, code, peak = spawn([TASKS, *args_of(attempt)], environment(board))
@@ -149,7 +149,7 @@ class Bench:
                 sample["times"].append(seconds)
                 sample["peaks"].append(peak)
         rows = []
-        for (name, _, _), sample in zip(cases, samples):
+        for (name, _, _), sample in zip(cases, samples, strict=True):
             row = {
                 "name": name,
                 "median": statistics.median(sample["times"]),
@@ -204,14 +204,16 @@ def taskwarrior(root: Path, runs: int) -> list[tuple[str, float, float]]:
         operations = [(f"add ({label})", lambda attempt: ["add", "bench task"])]
         if size == 10000:
             operations += [
-                ("get: ID export (10k)", lambda attempt: [str(hub), "export"]),
+                ("get: ID export (10k)", lambda attempt, hub=hub: [str(hub), "export"]),
                 ("list: export (10k)", lambda attempt: ["export"]),
                 ("ready: +READY export (10k)", lambda attempt: ["+READY", "export"]),
             ]
         operations.append(
             (
                 f"done/reopen hub of 100 ({label})",
-                lambda attempt: [hub_uuid, "done"] if attempt % 2 == 0 else [hub_uuid, "modify", "status:pending"],
+                lambda attempt, hub_uuid=hub_uuid: (
+                    [hub_uuid, "done"] if attempt % 2 == 0 else [hub_uuid, "modify", "status:pending"]
+                ),
             )
         )
         for name, args_of in operations:
@@ -273,7 +275,7 @@ def main() -> int:
             f"byte-compiled {Path(taskboard.__file__).parent}"
             f"{' (PYTHONDONTWRITEBYTECODE is set)' if os.environ.get('PYTHONDONTWRITEBYTECODE') else ''}"
         )
-        for size, (folder, hub) in boards.items():  # the command must see the board as built
+        for size, (folder, _hub) in boards.items():  # the command must see the board as built
             import subprocess
 
             shown = subprocess.run([TASKS, "list", "--json"], env=environment(folder), capture_output=True, check=True)

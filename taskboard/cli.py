@@ -100,14 +100,14 @@ STATUS = click.Choice(STATUSES)
 
 def _set_json(ctx: click.Context, _param, value: bool) -> bool:
     if value:
-        ctx.find_object(Invocation).json = True
+        ctx.ensure_object(Invocation).json = True
     return value
 
 
 def _print_version(ctx: click.Context, _param, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    if "--json" in ctx.find_object(Invocation).argv:
+    if "--json" in ctx.ensure_object(Invocation).argv:
         write(sys.stdout, json.dumps({"version": __version__}) + "\n")
     else:
         write(sys.stdout, f"tasks {__version__}\n")
@@ -126,7 +126,7 @@ json_option = click.option(
 pass_inv = click.make_pass_decorator(Invocation)
 
 
-def _description(value: str | None) -> str | None:
+def _description(value: str) -> str:
     """`-d -` reads the description from stdin (UTF-8)."""
     if value != "-":
         return value
@@ -247,7 +247,7 @@ def update(
     """
     patch = Patch(
         subject=subject,
-        description=_description(description),
+        description=None if description is None else _description(description),
         status=status,
         owner=owner,
         metadata=_meta(meta),

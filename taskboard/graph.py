@@ -11,7 +11,7 @@ from .model import OPEN, Record
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     Lookup = Callable[[int], Record | None]
 
@@ -74,66 +74,66 @@ def format_cycle(cycle: list[int]) -> str:
 
 def find_cycles(successors_of: dict[int, list[int]]) -> list[list[int]]:
     """One closed walk for every cycle-bearing strongly connected component (and every
-    self-edge), each starting at its lowest id; iterative Tarjan so deep graphs are fine."""
+    self-edge), each starting at its lowest id."""
+    cycles = []
+    for component in strongly_connected(successors_of):
+        members = set(component)
+        first = min(component)
+        if first in successors_of.get(first, ()):
+            cycles.append([first, first])
+            continue
+        if len(component) == 1:
+            continue
+
+        def inside(node: int, members: set[int] = members) -> list[int]:
+            return [n for n in successors_of.get(node, ()) if n in members]
+
+        back = next(n for n in sorted(members) if first in successors_of.get(n, ()))
+        path = find_path(first, back, inside)
+        cycles.append([*(path or [first, back]), first])
+    return sorted(cycles)
+
+
+def strongly_connected(successors_of: dict[int, list[int]]) -> list[list[int]]:
+    """The strongly connected components of the graph (nodes not in `successors_of`
+    are left out); iterative Tarjan, so deep graphs are fine."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()
     stack: list[int] = []
     components: list[list[int]] = []
-    counter = 0
+
+    def visit(node: int) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        work.append((node, iter(successors_of.get(node, ()))))
+
     for root in sorted(successors_of):
         if root in index:
             continue
-        work = [(root, iter(successors_of.get(root, ())))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
+        work: list[tuple[int, Iterator[int]]] = []
+        visit(root)
         while work:
             node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in successors_of:
-                    continue
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(successors_of.get(child, ()))))
-                    advanced = True
-                    break
-                if child in on_stack:
+            child = next((c for c in children if c in successors_of and (c not in index or c in on_stack)), None)
+            if child is not None:
+                if child in index:  # on the stack: a back edge
                     low[node] = min(low[node], index[child])
-            if advanced:
+                else:
+                    visit(child)
                 continue
             work.pop()
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
             if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
+                component = [stack.pop()]
+                while component[-1] != node:
+                    component.append(stack.pop())
+                on_stack.difference_update(component)
                 components.append(component)
-    cycles = []
-    for component in components:
-        members = set(component)
-        first = min(component)
-        if len(component) == 1 and first not in successors_of.get(first, ()):
-            continue
-        inside = lambda node, members=members: [n for n in successors_of.get(node, ()) if n in members]  # noqa: E731
-        if first in successors_of.get(first, ()):
-            cycles.append([first, first])
-            continue
-        back = next(n for n in sorted(members) if first in successors_of.get(n, ()))
-        path = find_path(first, back, inside)
-        cycles.append((path or [first, back]) + [first])
-    return sorted(cycles)
+    return components
 
 
 def downstream(task_id: int, successors: Callable[[int], Iterable[int]]) -> set[int]:
@@ -152,7 +152,7 @@ def edges(records: Iterable[Record]) -> list[tuple[int, int]]:
     """Every edge blocker → dependent between live tasks, each once: the union of both
     directions, so history edges of completed tasks and one-sided edges both show."""
     live = {record["id"]: record for record in records if record["status"] != "deleted"}
-    found = set()
+    found: set[tuple[int, int]] = set()
     for task_id, record in live.items():
         found.update((task_id, dep) for dep in record["blocks"] if dep in live)
         found.update((blocker, task_id) for blocker in record["blockedBy"] if blocker in live)

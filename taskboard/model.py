@@ -202,10 +202,12 @@ REMOVE = object()  # a metadata value that removes its key
 class Field:
     """One key of the record: its JSON type, the value a new record gets (`default`,
     given the time of the change), whether every file must have it (`required`: the
-    s12 keys; the others are extensions a rewrite adds), and, when a caller may set it
-    in a Patch, the check its new value must pass (`check`, raising UsageError)."""
+    s12 keys; the others are extensions a rewrite adds), what makes a value of the
+    right type unusable in a file (`flaw`: the (rule, message) of `check`, or None),
+    and, when a caller may set it in a Patch, the check its new value must pass
+    (`check`, raising UsageError)."""
 
-    __slots__ = ("check", "default", "kind", "name", "required")
+    __slots__ = ("check", "default", "flaw", "kind", "name", "required")
 
     def __init__(
         self,
@@ -214,8 +216,10 @@ class Field:
         default: Callable[[str], Any],
         required: bool = False,
         check: Callable[[Any], Any] | None = None,
+        flaw: Callable[[Any], tuple[str, str] | None] | None = None,
     ):
-        self.name, self.kind, self.default, self.required, self.check = name, kind, default, required, check
+        self.name, self.kind, self.default, self.required = name, kind, default, required
+        self.check, self.flaw = check, flaw
 
     @property
     def editable(self) -> bool:
@@ -226,21 +230,48 @@ def _given(stamp: str) -> Any:
     raise TypeError("a new record is given this field")  # id and subject: create passes them
 
 
+def _id_flaw(value: int) -> tuple[str, str] | None:
+    return None if value > 0 else ("type", "'id' should be a positive integer")
+
+
+def _status_flaw(value: str) -> tuple[str, str] | None:
+    return None if value in STATUSES else ("status", f"unknown status {value!r}")
+
+
+def _ids_flaw(key: str) -> Callable[[list], tuple[str, str] | None]:
+    def flaw(value: list) -> tuple[str, str] | None:
+        sound = all(_is_a(item, int) and item > 0 for item in value)
+        return None if sound else ("type", f"{key!r} should list positive task ids")
+
+    return flaw
+
+
+def _uid_flaw(value: str) -> tuple[str, str] | None:
+    return None if _UID.fullmatch(value) else ("type", "'uid' should be 12 lowercase hex digits")
+
+
+def _time_flaw(key: str) -> Callable[[str], tuple[str, str] | None]:
+    def flaw(value: str) -> tuple[str, str] | None:
+        return None if _TIME.fullmatch(value) else ("type", f"{key!r} should be a UTC time like 2026-11-29T18:03:11Z")
+
+    return flaw
+
+
 # The record's keys, in the contract's order (DESIGN §1): encoding, validation, `check`,
 # new records and Patch all read this table. Record-level data of later features
 # (priority, labels, accept, gate) lives in `metadata`: declare it in META_FIELDS.
 FIELDS = (
-    Field("id", int, _given, required=True),
+    Field("id", int, _given, required=True, flaw=_id_flaw),
     Field("subject", str, _given, required=True, check=check_subject),
     Field("description", str, lambda stamp: "", required=True, check=check_description),
-    Field("status", str, lambda stamp: "pending", required=True, check=check_status),
-    Field("blockedBy", list, lambda stamp: [], required=True),
-    Field("blocks", list, lambda stamp: [], required=True),
+    Field("status", str, lambda stamp: "pending", required=True, check=check_status, flaw=_status_flaw),
+    Field("blockedBy", list, lambda stamp: [], required=True, flaw=_ids_flaw("blockedBy")),
+    Field("blocks", list, lambda stamp: [], required=True, flaw=_ids_flaw("blocks")),
     Field("owner", str, lambda stamp: "", required=True, check=check_owner),
-    Field("uid", str, lambda stamp: new_uid()),
+    Field("uid", str, lambda stamp: new_uid(), flaw=_uid_flaw),
     Field("metadata", dict, lambda stamp: {}, check=check_metadata),
-    Field("createdAt", str, lambda stamp: stamp),
-    Field("updatedAt", str, lambda stamp: stamp),
+    Field("createdAt", str, lambda stamp: stamp, flaw=_time_flaw("createdAt")),
+    Field("updatedAt", str, lambda stamp: stamp, flaw=_time_flaw("updatedAt")),
 )
 # Keys of `metadata` with a meaning of their own (e.g. Field("priority", int, ..., check=...)):
 # a Patch sets them by name, and the change stores them in the record's metadata.
@@ -441,20 +472,14 @@ def problems_of(record: Any, name: str) -> list[tuple[str, str]]:
             problems.append(("type", f"{field.name!r} should be a JSON {_JSON_NAMES[field.kind]}"))
     if problems:
         return problems
-    if record["id"] <= 0:
-        problems.append(("type", "'id' should be a positive integer"))
-    elif id_from_file_name(name) not in (None, record["id"]):
-        problems.append(("id-mismatch", f"the file name says #{id_from_file_name(name)} but 'id' is {record['id']}"))
-    if record["status"] not in STATUSES:
-        problems.append(("status", f"unknown status {record['status']!r}"))
-    for key in EDGE_KEYS:
-        if not all(_is_a(item, int) and item > 0 for item in record[key]):
-            problems.append(("type", f"{key!r} should list positive task ids"))
-    if "uid" in record and not _UID.fullmatch(record["uid"]):
-        problems.append(("type", "'uid' should be 12 lowercase hex digits"))
-    for key in ("createdAt", "updatedAt"):
-        if key in record and not _TIME.fullmatch(record[key]):
-            problems.append(("type", f"{key!r} should be a UTC time like 2026-11-29T18:03:11Z"))
+    for field in FIELDS:
+        flaw = field.flaw(record[field.name]) if field.flaw and field.name in record else None
+        if flaw:
+            problems.append(flaw)
+        elif field.name == "id" and id_from_file_name(name) not in (None, record["id"]):
+            problems.append(
+                ("id-mismatch", f"the file name says #{id_from_file_name(name)} but 'id' is {record['id']}")
+            )
     return problems
 
 

@@ -19,6 +19,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rich import box
 from rich.cells import cell_len
@@ -88,8 +89,9 @@ def _lossy(stream):
 def plain_text(renderable: RenderableType, width: int, height: int | None = None) -> str:
     """A view as plain-mode text: no codes, and no trailing spaces (rich pads grids
     and indents to the full width)."""
+    buffer = io.StringIO()
     out = Console(
-        file=io.StringIO(),
+        file=buffer,
         width=width,
         height=height,
         no_color=True,
@@ -100,7 +102,7 @@ def plain_text(renderable: RenderableType, width: int, height: int | None = None
         markup=False,
     )
     out.print(renderable)
-    return "".join(line.rstrip() + "\n" for line in out.file.getvalue().splitlines())
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
 def _show(renderable: RenderableType, plain: bool) -> None:
@@ -206,7 +208,7 @@ class TaskTable:
         top = max((count for *_, count in rows), default=0)
         marks = [_mark(r, key, self.plain) for r, key, *_ in rows]
         # name: [header, cells, width, right-aligned]
-        columns = {
+        columns: dict[str, list[Any]] = {
             "id": ["id", [Text(f"#{r['id']}", style="bold") for r, *_ in rows], 0, True],
             "status": [
                 "status",
@@ -264,11 +266,11 @@ class TaskTable:
 
         def line(cells: list[Text]) -> Text:
             parts = []
-            for (_, _, size, right), cell in zip(columns.values(), cells):
-                cell = cell.copy()
-                cell.truncate(size, overflow="ellipsis")
-                padding = " " * (size - cell.cell_len)
-                parts.append(Text(padding) + cell if right else cell + padding)
+            for (_, _, size, right), cell in zip(columns.values(), cells, strict=True):
+                fitted = cell.copy()
+                fitted.truncate(size, overflow="ellipsis")
+                padding = " " * (size - fitted.cell_len)
+                parts.append(Text(padding) + fitted if right else fitted + padding)
             joined = Text(" " * self.GAP).join(parts)
             joined.rstrip()
             return joined
@@ -350,7 +352,8 @@ class BoardView:
             lookup = self.listing.lookup
             unlocks = views.unlocks(self.listing.records)
             self._cards = {}
-            for (name, key), records in zip(views.COLUMNS, views.columns(self.listing.records, lookup).values()):
+            columns = views.columns(self.listing.records, lookup).values()
+            for (name, key), records in zip(views.COLUMNS, columns, strict=True):
                 self._cards[name] = [_card(r, key, lookup, unlocks.get(r["id"], 0), self.plain) for r in records]
         return self._cards
 
@@ -361,7 +364,7 @@ class BoardView:
         """The cards drawn for a column: all, or `limit` of them and `+N more`."""
         if self.limit is None or len(column) <= self.limit:
             return column
-        return column[: self.limit] + [Text(f"+{len(column) - self.limit} more", style="dim")]
+        return [*column[: self.limit], Text(f"+{len(column) - self.limit} more", style="dim")]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cards = self.cards()
@@ -659,9 +662,9 @@ class Continues:
                 line = f"{lead} {_ids(ids[:shown])}{rest}{tail}"
                 if cell_len(line) <= width:
                     return Text(line, style="dim", no_wrap=True)
-        line = Text(f"{lead} {_ids(ids[:1])}", style="dim", no_wrap=True)
-        line.truncate(width, overflow="ellipsis")
-        return line
+        cut = Text(f"{lead} {_ids(ids[:1])}", style="dim", no_wrap=True)
+        cut.truncate(width, overflow="ellipsis")
+        return cut
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.text(options.max_width)
@@ -741,7 +744,7 @@ class GraphView:
             for title, follow, word in (("waits on", up, "before"), ("unlocks", down, "after")):
                 branch = tree.add(Text(title, style="bold"))
                 continued: list[tuple[int, int]] = []
-                seen = {self.focus}
+                seen: set[int] = {self.focus}
                 for start in follow.get(self.focus, []):
                     self.grow(branch, start, follow, seen, max_depth - 1, continued, word=word)
                 if not follow.get(self.focus):
@@ -751,8 +754,8 @@ class GraphView:
             return
         heading = Text(f"{len(self.records)} tasks{self.glyphs['dot']}{len(self.edges)} edges", style="bold")
         tree = self.tree(heading)
-        seen: set[int] = set()
-        continued: list[tuple[int, int]] = []
+        seen = set()
+        continued = []
         roots = [r["id"] for r in self.records if not up.get(r["id"])]
         for root in roots:
             self.grow(tree, root, down, seen, max_depth, continued)

@@ -35,6 +35,8 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from filelock import BaseFileLock
+
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
@@ -100,7 +102,7 @@ class Store:
         self.lock_path = self.root / LOCK_NAME
         self.scratch = self.root / SCRATCH_NAME
         self.replacements = 0  # files replaced by this process; see _crash_point
-        self._lock = None
+        self._lock: BaseFileLock | None = None
         self._exclusive = False
 
     # -- reading ---------------------------------------------------------------
@@ -294,10 +296,11 @@ class Store:
 
         if self._lock is None:
             self._lock = FileLock(str(self.lock_path), timeout=self.timeout)
+        lock = self._lock
         deadline = time.monotonic() + self.timeout
         try:
             with self._turnstile(fcntl.LOCK_EX, deadline):
-                self._lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
+                lock.acquire(timeout=max(0.0, deadline - time.monotonic()))
         except Timeout:
             raise self._busy() from None
         except OSError as exc:
@@ -310,7 +313,7 @@ class Store:
             yield notes
         finally:
             self._exclusive = False
-            self._lock.release()
+            lock.release()
 
     def ensure_folder(self) -> bool:
         """Create the board folder for a first write; True when this call made it."""

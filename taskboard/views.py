@@ -100,11 +100,11 @@ def unlocks(records: Iterable[Record]) -> dict[int, int]:
     for blocker, dependent in graph.edges(live):
         successors[blocker].append(dependent)
     reach: dict[int, int] = {}
-    for root in successors:
+    for root, first in successors.items():
         if root in reach:
             continue
         # iterative post-order DFS: children are finished before their parent
-        stack = [(root, iter(successors[root]))]
+        stack = [(root, iter(first))]
         reach[root] = 0
         while stack:
             node, children = stack[-1]
@@ -178,7 +178,7 @@ def to_dot(records: list[Record], edges: Iterable[tuple[int, int]], lookup: grap
             f"tooltip={_dot_string(STATE_LABELS[key])}];"
         )
     lines += [f"  t{blocker} -> t{dependent};" for blocker, dependent in edges]
-    return "\n".join(lines + ["}"]) + "\n"
+    return "\n".join([*lines, "}"]) + "\n"
 
 
 # -- Mermaid flowchart ----------------------------------------------------------------

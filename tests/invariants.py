@@ -120,7 +120,7 @@ def _find_cycle(successors: dict[int, list[int]]) -> list[int] | None:
             node, children = stack[-1]
             for child in children:
                 if colour.get(child) == 1:
-                    return path[path.index(child) :] + [child]
+                    return [*path[path.index(child) :], child]
                 if not colour.get(child) and child in successors:
                     colour[child] = 1
                     stack.append((child, iter(successors.get(child, ()))))

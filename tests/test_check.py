@@ -283,7 +283,7 @@ def test_cosmetic_flaws_leave_the_board_sound(case, board_dir, run):
 
 @pytest.mark.parametrize("case", [name for name in CASES if name not in COSMETIC])
 def test_check_reports_each_rule(case, board_dir, run):
-    _, rule, file, task, fixable, _ = CASES[case]
+    _, rule, file, task, _fixable, _ = CASES[case]
     before = flawed_board(board_dir, case)
     result = run("check", "--json", expect=6)
     report = json.loads(result.stdout)
@@ -300,7 +300,7 @@ def test_check_reports_each_rule(case, board_dir, run):
 
 @pytest.mark.parametrize("case", [name for name, spec in CASES.items() if spec[4]])
 def test_fix_repairs_what_has_one_right_answer(case, board_dir, run):
-    _, rule, file, task, _, after_fix = CASES[case]
+    _, rule, file, _task, _, after_fix = CASES[case]
     flawed_board(board_dir, case)
     healthy = (board_dir / "task_7.json").read_bytes()
     report = json.loads(run("check", "--fix", "--json").stdout)
@@ -315,7 +315,7 @@ def test_fix_repairs_what_has_one_right_answer(case, board_dir, run):
 
 @pytest.mark.parametrize("case", [name for name, spec in CASES.items() if not spec[4]])
 def test_fix_reports_and_never_guesses_the_rest(case, board_dir, run):
-    _, rule, file, task, _, _ = CASES[case]
+    _, rule, file, _task, _, _ = CASES[case]
     before = flawed_board(board_dir, case)
     report = json.loads(run("check", "--fix", "--json", expect=6).stdout)
     assert report["ok"] is False

@@ -603,7 +603,7 @@ def test_a_board_you_cannot_write_is_named_not_a_bug(tmp_path):
     child = os.fork()
     if child == 0:  # the command runs in a child; as root it first becomes nobody, whom permissions bind
         try:
-            sys.stderr = open(write_end, "w", encoding="utf-8")
+            sys.stderr = open(write_end, "w", encoding="utf-8")  # noqa: SIM115  # lives until _exit
             if os.geteuid() == 0:
                 os.setgroups([])
                 os.setgid(65534)

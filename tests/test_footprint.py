@@ -282,7 +282,7 @@ def test_ids_from_many_names_agree_with_one_name_at_a_time():
         ".lock",
         ".scratch",
     ]
-    for names in ([], ["task_1.json"], odd, odd + ["x\ntask_5.json"], odd + ["task_9.json\n"], ["\n"]):
+    for names in ([], ["task_1.json"], odd, [*odd, "x\ntask_5.json"], [*odd, "task_9.json\n"], ["\n"]):
         assert sorted(ids_from_file_names(names)) == sorted(
             task_id for task_id in map(id_from_file_name, names) if task_id is not None
         ), names

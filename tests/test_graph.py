@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from itertools import pairwise
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -84,7 +85,7 @@ def test_find_path_agrees_with_reachability(pairs):
                 assert path == [a]
             elif b in reach[a]:
                 assert path[0] == a and path[-1] == b
-                assert all(y in successors.get(x, []) for x, y in zip(path, path[1:]))
+                assert all(y in successors.get(x, []) for x, y in pairwise(path))
             else:
                 assert path is None
 
@@ -99,7 +100,7 @@ def test_find_cycles_is_empty_exactly_for_acyclic_graphs(pairs):
     assert bool(cycles) == cyclic
     for cycle in cycles:
         assert cycle[0] == cycle[-1]
-        assert all(y in successors[x] for x, y in zip(cycle, cycle[1:]))
+        assert all(y in successors[x] for x, y in pairwise(cycle))
 
 
 # -- the board against a model ------------------------------------------------------------
@@ -189,7 +190,7 @@ class BoardModel(RuleBasedStateMachine):
         if task not in self.status:
             return
         old = self.status[task]
-        allowed = old != "deleted" and (target == old or target == "pending" or not self.open_blockers(task))
+        allowed = old != "deleted" and (target in (old, "pending") or not self.open_blockers(task))
         before = {t: self.ready(t) for t in self.status if self.status[t] != "deleted"}
         try:
             outcome = self.board.update(task, Patch(status=target))

@@ -140,7 +140,7 @@ def board_columns(text: str) -> dict[int, str]:
             cells = re.split(r"[│|]", line)[1:-1]
             if len(cells) != len(names):
                 continue
-            for name, cell in zip(names, cells):
+            for name, cell in zip(names, cells, strict=True):
                 match = re.match(r"(?:\[.\] )?#(\d+) \S", cell.strip())
                 if match:
                     assert int(match.group(1)) not in found, f"#{match.group(1)} drawn twice"

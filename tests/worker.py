@@ -24,6 +24,10 @@ import sys
 
 from taskboard.app import main
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+
 
 class _Capture(io.StringIO):
     """A text stream with a .buffer, as the CLI writes bytes when it can."""
