@@ -339,9 +339,10 @@ def test_bad_ids_are_usage_errors(run, bad):
 def test_error_precedence_usage_then_missing_then_refused(run):
     run("create", "A")
     run("delete", "1")
-    assert run("update", "42", "--status", "bogus", expect=2)
-    assert run("update", "1", "--add-blocked-by", "42", expect=3)
-    assert run("update", "1", "--subject", "x", expect=4)
+    # each error names what the one before it would have left unsaid
+    assert "'bogus'" in run("update", "42", "--status", "bogus", expect=2).stderr
+    assert "no task #42" in run("update", "1", "--add-blocked-by", "42", expect=3).stderr
+    assert "#1 is deleted" in run("update", "1", "--subject", "x", expect=4).stderr
 
 
 def test_read_commands_on_a_missing_board(run, board_dir):

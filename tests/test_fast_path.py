@@ -1,0 +1,79 @@
+"""The click-free fast path (taskboard.app.fast_command) and click are two parsers of
+one command line: generated command lines must get the same stdout, stderr and exit
+code through either, on the same board, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from unittest import mock
+
+from click.testing import CliRunner
+from conftest import _Entry
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from invariants import record, write_board
+
+import taskboard.app
+from taskboard.invocation import Invocation
+
+COMMANDS = ["get", "list", "ready", "create"]
+OPERANDS = ["1", "2", "3", "9", "#2", "0", "07", "-1", "x", "", "Write parser", "Fix [red] it", "tab\there", "x" * 501]
+FLAGS = ["--json", "--json", "--all", "--ready", "--owner", "alice", "-d", "text", "--", "-h", "--dir"]
+VOLATILE = re.compile(r'"uid": "[0-9a-f]{12}"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ')
+
+
+@st.composite
+def command_lines(draw, board: str) -> list[str]:
+    """Mostly the shapes the fast path takes (`[--dir B] get ID --json`, ...), and their
+    near misses: extra operands and flags, another order, a missing --json."""
+    command = draw(st.sampled_from(COMMANDS))
+    tokens = [command] + ([draw(st.sampled_from(OPERANDS))] if command in ("get", "create") else [])
+    if draw(st.integers(0, 3)) == 0:  # a near miss: operands too many (or too few)
+        tokens = draw(st.lists(st.sampled_from(OPERANDS), max_size=2)) + tokens[:1]
+    if draw(st.integers(0, 5)):
+        tokens.append("--json")
+    if draw(st.integers(0, 3)) == 0:
+        tokens += draw(st.lists(st.sampled_from(FLAGS), min_size=1, max_size=2))
+    if draw(st.integers(0, 2)) == 0:
+        tokens = draw(st.permutations(tokens))
+    if draw(st.booleans()):
+        tokens = ["--dir", board, *tokens]
+    return tokens
+
+
+def answer(args: list[str], board, template) -> tuple[int, str, str]:
+    """The command's exit code, stdout and stderr on a fresh copy of the template board
+    (uids and times, which differ between two creations, masked)."""
+    shutil.rmtree(board, ignore_errors=True)
+    shutil.copytree(template, board)
+    result = CliRunner().invoke(_Entry(), args, env={"TASKS_DIR": str(board)}, catch_exceptions=False)
+    return result.exit_code, VOLATILE.sub("…", result.stdout), VOLATILE.sub("…", result.stderr)
+
+
+def test_fast_path_and_click_agree_on_generated_command_lines(tmp_path):
+    template, board = tmp_path / "template", tmp_path / "board"
+    write_board(
+        template,
+        [
+            record(1, blocks=[2]),
+            record(2, "Fix [red] parsing", blocked_by=[1], owner="alice"),
+            record(4, status="completed"),
+            record(5, status="deleted"),
+        ],
+    )
+    (template / "task_3.json").write_text("{ torn")
+    taken = {"fast": 0, "click": 0}
+
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(command_lines(str(board)))
+    def agree(args: list[str]) -> None:
+        fast = taskboard.app.fast_command(list(args), Invocation()) is not None
+        taken["fast" if fast else "click"] += 1
+        first = answer(args, board, template)
+        with mock.patch.object(taskboard.app, "fast_command", lambda *_: None):
+            assert answer(args, board, template) == first, args
+
+    agree()
+    # the comparison means something only if both paths were taken
+    assert taken["fast"] >= 30 and taken["click"] >= 30, taken
