@@ -10,7 +10,7 @@ import sys
 
 from .errors import UsageError
 from .invocation import Invocation, write
-from .messages import damage_error, error_text, problem_document
+from .messages import damage_error, error_text, mermaid_hint, problem_document
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -170,9 +170,9 @@ def graph(
 
         text = render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=inv.plain(), svg=svg)
     if fmt == "mermaid" and text is not None:
-        too_big = views.mermaid_warning(text, len(edges), focused=task_id is not None)
+        too_big = views.mermaid_warning(text, len(edges))
         if too_big:
-            inv.warn(too_big)
+            inv.warn(f"{too_big}; {mermaid_hint(focused=task_id is not None)}")
     damage(inv, listing)
     return 0
 

@@ -101,6 +101,13 @@ def outcome_events(outcome: Outcome) -> list[tuple[str, Any, str]]:
     )
 
 
+def mermaid_hint(focused: bool) -> str:
+    """How to draw a Mermaid diagram small enough for GitHub."""
+    if focused:
+        return "a task with fewer neighbours draws less"
+    return "`tasks graph ID --format mermaid` draws only what one task waits on and unlocks"
+
+
 def damage_error(damaged: list[Corrupt]) -> Corrupt:
     """The error a listing with damaged files ends with: the last file, counting the others."""
     last = damaged[-1]

@@ -222,8 +222,9 @@ MERMAID_MAX_EDGES = 500
 MERMAID_MAX_CHARS = 50_000
 
 
-def mermaid_warning(text: str, edge_count: int, focused: bool = False) -> str | None:
-    """Why GitHub will not draw this flowchart, or None when it will."""
+def mermaid_warning(text: str, edge_count: int) -> str | None:
+    """Why GitHub will not draw this flowchart, or None when it will (front ends add
+    how to draw less)."""
     over = []
     if edge_count > MERMAID_MAX_EDGES:
         over.append(f"{edge_count} edges (GitHub draws at most {MERMAID_MAX_EDGES})")
@@ -231,12 +232,7 @@ def mermaid_warning(text: str, edge_count: int, focused: bool = False) -> str | 
         over.append(f"{len(text)} characters (GitHub draws at most {MERMAID_MAX_CHARS})")
     if not over:
         return None
-    hint = (
-        "a task with fewer neighbours draws less"
-        if focused
-        else "`tasks graph ID --format mermaid` draws only what one task waits on and unlocks"
-    )
-    return f"the Mermaid diagram has {' and '.join(over)}, so GitHub will not render it; {hint}"
+    return f"the Mermaid diagram has {' and '.join(over)}, so GitHub will not render it"
 
 
 def _mermaid_class(key: str) -> str:
