@@ -10,26 +10,33 @@ free, what happened, and notes; front ends word and print it.
 from __future__ import annotations
 
 import json
+import re
 
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError
 from .model import (
+    FIELD,
+    META_FIELDS,
     OPEN,
     REMOVE,
     Patch,
     Record,
     check_description,
+    check_label,
+    check_limit,
     check_metadata,
     check_owner,
-    check_status,
     check_subject,
     encode,
     file_name,
     fill_defaults,
     id_from_file_name,
     ids_text,
+    labels_of,
     new_record,
     now,
+    parse_status,
+    priority_of,
 )
 from .outcome import Event, Note, Outcome
 from .store import Store
@@ -162,15 +169,25 @@ class Board:
         ready: bool = False,
         blocked: bool = False,
         include_deleted: bool = False,
+        labels: Iterable[str] = (),
+        priority: int | None = None,
+        grep: str | None = None,
+        limit: int | None = None,
     ) -> list[Record]:
-        check_filters(ready, blocked)
-        wanted = {check_status(status) for status in statuses}
+        """The records that pass every filter: `statuses` (any of them; `ready` and
+        `blocked` name the two states of an open task), `owner`, `ready`/`blocked`, every
+        one of `labels`, `priority` (exact; unset counts as 2), `grep` (subject or
+        description, case-insensitive). In id order, or in ready order when only ready
+        tasks can pass; at most `limit` of them."""
+        query = check_filters(ready, blocked, statuses, labels, priority, grep, limit)
+        wanted, states = query["statuses"], query["states"]
+        wanted_labels, needle = set(query["labels"]), query["grep"]
         chosen = []
         for record in listing.records:
             status = record["status"]
-            if wanted and status not in wanted:
-                continue
             if status == "deleted" and not (include_deleted or "deleted" in wanted):
+                continue
+            if (wanted or states) and status not in wanted and not self._in_state(record, states, listing):
                 continue
             if owner is not None and record["owner"] != owner:
                 continue
@@ -178,8 +195,22 @@ class Board:
                 continue
             if blocked and not graph.is_blocked(record, listing.lookup):
                 continue
+            if wanted_labels and not wanted_labels.issubset(labels_of(record)):
+                continue
+            if priority is not None and priority_of(record) != priority:
+                continue
+            if needle is not None and needle not in f"{record['subject']}\n{record['description']}".casefold():
+                continue
             chosen.append(record)
-        return chosen
+        if ready or (states == {"ready"} and not wanted):
+            chosen = graph.in_ready_order(chosen)
+        return chosen if limit is None else chosen[:limit]
+
+    @staticmethod
+    def _in_state(record: Record, states: set[str], listing: Listing) -> bool:
+        return ("ready" in states and graph.is_ready(record, listing.lookup)) or (
+            "blocked" in states and graph.is_blocked(record, listing.lookup)
+        )
 
     # -- changes ---------------------------------------------------------------
 
@@ -198,11 +229,15 @@ class Board:
         blocks: Iterable[int] = (),
         owner: str = "",
         metadata: dict | None = None,
+        **fields: Any,
     ) -> Outcome:
+        """A new pending task. `fields`: the keys META_FIELDS declare, by name
+        (`priority=1`, `labels=[...]`; None: not given), stored in its metadata."""
         check_subject(subject)
         check_description(description)
         check_owner(owner)
         meta = check_metadata({key: value for key, value in (metadata or {}).items() if value is not REMOVE})
+        meta.update(meta_fields(fields))
         blocked_by, blocks = sorted(set(blocked_by)), sorted(set(blocks))
         self._require_board(blocked_by + blocks)
         with self.store.writing() as notes:
@@ -224,10 +259,21 @@ class Board:
         outcome.notes[:0] = notes
         return outcome
 
-    def update(self, task_id: int, patch: Patch, force: bool = False) -> Outcome:
+    def update(
+        self,
+        task_id: int,
+        patch: Patch,
+        force: bool = False,
+        note: str = "",
+        failed: bool = False,
+        release: bool = False,
+    ) -> Outcome:
         """Apply one Patch to a task as one change. Errors come in the contract's order:
-        usage, then missing tasks, then refusals; nothing is written before all pass."""
+        usage, then missing tasks, then refusals; nothing is written before all pass.
+        `note`: words for the journal about this change; `failed`: the change gives up
+        a failed attempt; `release`: it gives a task back, which a finished one is not."""
         patch.check()
+        check_note(note)
         check_owner(self.caller)
         self._require_board([task_id])
         with self.store.writing() as notes:
@@ -243,10 +289,13 @@ class Board:
                 )
             for other in patch.edges():
                 _refuse_deleted(change.get(other), "name it in an edge")
+            if (failed or release) and record["status"] == "completed":
+                raise Refused(
+                    f"#{task_id} is completed, not in progress; reopen it to work on it again", "release-finished"
+                )
             outcome = Outcome()
+            self._guard(record, patch, force, outcome)
             status, owner = patch.status, patch.owner
-            if (status is not None and status != record["status"]) or (owner is not None and owner != record["owner"]):
-                self._guard(record, force, outcome)
             old_status, old_owner = record["status"], record["owner"]
             edited = change.edit(task_id)
             fields = patch.apply(edited)
@@ -262,6 +311,11 @@ class Board:
                 outcome.events.insert(0, Event(task_id, "edited", fields=sorted(fields)))
             if edited["status"] != old_status:
                 outcome.events.append(Event(task_id, _transition(old_status, edited["status"]), old=old_status))
+            if failed:
+                # the runtime state (issue 9, state.py) counts failed attempts from here
+                outcome.events.append(Event(task_id, "failed", **({"note": note} if note else {})))
+            elif note:
+                outcome.events.append(Event(task_id, "note", text=note))
             outcome.written = change.commit()
             outcome.record = edited
         outcome.notes[:0] = notes
@@ -298,6 +352,16 @@ class Board:
     def delete(self, task_id: int, force: bool = False) -> Outcome:
         return self.update(task_id, Patch(status="deleted"), force=force)
 
+    def done(self, task_id: int, note: str = "", force: bool = False) -> Outcome:
+        """Complete a task (`tasks done`): update to completed, with a note for the journal."""
+        return self.update(task_id, Patch(status="completed"), force=force, note=note)
+
+    def release(self, task_id: int, note: str = "", failed: bool = False, force: bool = False) -> Outcome:
+        """Give a task back (`tasks release`): in progress → pending, the owner cleared; a
+        pending task stays as it is. A completed task is refused: that is a reopen.
+        `failed` records a failed attempt (with the note, in the journal)."""
+        return self.update(task_id, Patch(status="pending"), force=force, note=note, failed=failed, release=True)
+
     def claim(self, task_id: int | None, owner: str) -> Outcome:
         if not owner:
             raise UsageError("claiming needs an owner: name one, or set TASKS_OWNER", "owner-needed")
@@ -323,7 +387,11 @@ class Board:
         return outcome
 
     def _first_claimable(self, change: Change, owner: str, outcome: Outcome) -> Record:
+        """The first claimable task in ready order (graph.ready_order: priority, then id)."""
+        best: Record | None = None
         for candidate in self.store.task_ids():
+            if best is not None and graph.ready_order(best) <= (0, candidate):
+                break  # ids ascend: nothing later can come before the best one found
             try:
                 record = change.get(candidate)
                 claimable = record["owner"] in ("", owner) and graph.is_ready(record, change.lookup)
@@ -342,9 +410,11 @@ class Board:
                 continue
             except NotFound:
                 continue
-            if claimable:
-                return record
-        raise NotFound(f"no ready task to claim for {owner}")
+            if claimable and (best is None or graph.ready_order(record) < graph.ready_order(best)):
+                best = record
+        if best is None:
+            raise NotFound(f"no ready task to claim for {owner}")
+        return best
 
     def _check_claimable(self, change: Change, record: Record, owner: str) -> None:
         ref = f"#{record['id']}"
@@ -368,19 +438,26 @@ class Board:
                 self.store.task_ids()  # a path that is a file: usage error
                 raise NotFound(f"no task #{task_id}")
 
-    def _guard(self, record: Record, force: bool, outcome: Outcome) -> None:
-        """A named caller may not take over a task another owner is working on, unless forced."""
+    def _guard(self, record: Record, patch: Patch, force: bool, outcome: Outcome) -> None:
+        """Ownership (DESIGN §3, tightened in §7): a named caller may not change the
+        subject, description, status or owner of a task another owner holds in progress,
+        nor start or complete a pending task reserved for another owner, unless forced;
+        an override is recorded with both names."""
         holder = record["owner"]
-        if self.caller and record["status"] == "in_progress" and holder not in ("", self.caller):
-            if not force:
-                raise Refused(
-                    f"#{record['id']} is in progress and held by {holder}; you are {self.caller}",
-                    "held",
-                    task=record["id"],
-                    holder=holder,
-                    caller=self.caller,
-                )
-            outcome.events.append(Event(record["id"], "forced", holder=holder, by=self.caller))
+        if not self.caller or holder in ("", self.caller) or record["status"] not in OPEN:
+            return
+        if record["status"] == "in_progress":
+            touched = [name for name in _GUARDED if patch.values.get(name, record[name]) != record[name]]
+            if not touched:
+                return
+            message = f"#{record['id']} is in progress and held by {holder}; you are {self.caller}"
+        else:
+            if patch.status not in ("in_progress", "completed"):
+                return
+            message = f"#{record['id']} is reserved for {holder}; you are {self.caller}"
+        if not force:
+            raise Refused(message, "held", task=record["id"], holder=holder, caller=self.caller)
+        outcome.events.append(Event(record["id"], "forced", holder=holder, by=self.caller))
 
     def _delete(self, change: Change, record: Record, outcome: Outcome) -> None:
         """Logical delete: the file stays; every edge naming the task goes, on both sides."""
@@ -430,10 +507,80 @@ class Board:
         return recovered + problems
 
 
-def check_filters(ready: bool, blocked: bool) -> None:
-    """The filters of a selection that exclude each other (a usage error)."""
+# What a named caller may not change on a task another owner holds (DESIGN §7).
+_GUARDED = ("subject", "description", "status", "owner")
+MAX_NOTE = 65536
+
+
+def check_note(note: str) -> str:
+    """A note for the journal: text like a description (newlines and tabs allowed)."""
+    if len(note) > MAX_NOTE:
+        raise UsageError(f"the note is {len(note)} characters long; at most {MAX_NOTE} are allowed", "note")
+    try:
+        note.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("the note is not valid UTF-8 text", "note") from None
+    if _CONTROL_IN_NOTE.search(note):
+        raise UsageError("the note contains a control character other than newline or tab", "note")
+    return note
+
+
+_CONTROL_IN_NOTE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def check_filters(
+    ready: bool,
+    blocked: bool,
+    statuses: Iterable[str] = (),
+    labels: Iterable[str] = (),
+    priority: int | None = None,
+    grep: str | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Every usage error of a selection's filters, before the board is read; the filters
+    as select uses them: `statuses` (the contract's names), `states` (ready, blocked),
+    `labels`, `grep` (casefolded)."""
     if ready and blocked:
         raise UsageError("ready and blocked exclude each other; ask for one", "ready-and-blocked")
+    parsed = {parse_status(status, states=True) for status in statuses}
+    if priority is not None:
+        FIELD["priority"].check(priority)  # type: ignore[misc]
+    if limit is not None:
+        check_limit(limit)
+    if grep is not None:
+        check_grep(grep)
+    return {
+        "statuses": parsed - {"ready", "blocked"},
+        "states": parsed & {"ready", "blocked"},
+        "labels": [check_label(label) for label in labels],
+        "grep": None if grep is None else grep.casefold(),
+    }
+
+
+def check_grep(text: str) -> str:
+    if not isinstance(text, str) or not text:
+        raise UsageError("the text to search for is empty", "grep")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("the text to search for is not valid UTF-8 text", "grep") from None
+    return text
+
+
+def meta_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """Values of META_FIELDS given by name (None: not given), checked and as the record
+    keeps them; empty labels are left out."""
+    declared = {field.name for field in META_FIELDS}
+    unknown = sorted(set(fields) - declared)
+    if unknown:
+        raise TypeError(f"no field {', '.join(unknown)} in metadata")
+    found = {}
+    for name, given in fields.items():
+        if given is not None:
+            value = FIELD[name].check(given)  # type: ignore[misc]  # META_FIELDS have a check
+            if value != []:
+                found[name] = value
+    return found
 
 
 def _transition(old: str, new: str) -> str:

@@ -20,12 +20,14 @@ from .model import (
     MAX_DESCRIPTION,
     MAX_META_DEPTH,
     REMOVE,
-    STATUSES,
     NonFinite,
     Patch,
     json_depth,
     parse_id,
     parse_json_value,
+    parse_limit,
+    parse_priority,
+    parse_status,
 )
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -70,6 +72,8 @@ def parse_meta(item: str) -> tuple[str, Any]:
         return key, value
     if json_depth(parsed) > MAX_META_DEPTH:
         raise _too_deep(key)
+    if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) and json.dumps(parsed) != value:
+        return key, value  # a number only as JSON writes it: `1.10` and `1e3` keep their text (DESIGN §4)
     _utf8(json.dumps(parsed, ensure_ascii=False), f"--meta {key}")  # a "\ud800" escape decodes to no character
     return key, parsed
 
@@ -95,7 +99,10 @@ def _seconds(text: str) -> float:
 TASK_ID = Parsed("ID", parse_id)
 META = Parsed("KEY=VALUE", parse_meta)
 SECONDS = Parsed("SECONDS", _seconds)
-STATUS = click.Choice(STATUSES)
+STATUS = Parsed("STATUS", parse_status)
+STATUS_FILTER = Parsed("STATUS", lambda text: parse_status(text, states=True))
+PRIORITY = Parsed("0-4", parse_priority)
+LIMIT = Parsed("N", parse_limit)
 
 
 def _set_json(ctx: click.Context, _param, value: bool) -> bool:
@@ -191,15 +198,18 @@ def init(inv: Invocation):
 @click.option("--blocks", type=TASK_ID, multiple=True, help="A task this one must finish before.")
 @click.option("--owner", default="", help="Who holds the task.")
 @click.option("--meta", type=META, multiple=True, help="KEY=VALUE (VALUE as JSON when it parses).")
+@click.option("--priority", type=PRIORITY, help="0 (most urgent) to 4; unset counts as 2.")
+@click.option("--label", "labels", multiple=True, help="A label (repeatable).")
 @json_option
 @pass_inv
-def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta):
+def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta, priority, labels):
     """Add a pending task.
 
     \b
-      tasks create "Write parser" --blocked-by 3 --meta priority=1
+      tasks create "Write parser" --blocked-by 3 --priority 1 --label parser
     """
-    return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta))
+    fields = {"priority": priority, "labels": list(labels) if labels else None}
+    return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta), **fields)
 
 
 @cli.command()
@@ -222,7 +232,10 @@ def get(inv: Invocation, task_id):
 @click.option("--remove-blocked-by", type=TASK_ID, multiple=True, help="A task that no longer blocks this one.")
 @click.option("--remove-blocks", type=TASK_ID, multiple=True, help="A task this one no longer blocks.")
 @click.option("--meta", type=META, multiple=True, help="KEY=VALUE; KEY= removes the key.")
-@click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
+@click.option("--priority", type=PRIORITY, help="0 (most urgent) to 4.")
+@click.option("--label", "labels", multiple=True, help="Add a label (repeatable).")
+@click.option("--unlabel", "unlabels", multiple=True, help="Remove a label (repeatable).")
+@click.option("--force", is_flag=True, help="Override another owner's hold on the task.")
 @json_option
 @pass_inv
 def update(
@@ -237,13 +250,16 @@ def update(
     remove_blocked_by,
     remove_blocks,
     meta,
+    priority,
+    labels,
+    unlabels,
     force,
 ):
     """Change a task; all flags apply as one change, or none does.
 
     \b
-      tasks update 4 --status completed
-      tasks update 4 --add-blocked-by 2 --meta priority=high
+      tasks update 4 --status done
+      tasks update 4 --add-blocked-by 2 --priority 1 --label api --meta size=large
     """
     patch = Patch(
         subject=subject,
@@ -255,6 +271,9 @@ def update(
         add_blocks=add_blocks,
         remove_blocked_by=remove_blocked_by,
         remove_blocks=remove_blocks,
+        priority=priority,
+        add_labels=labels,
+        remove_labels=unlabels,
     )
     return commands.update(inv, task_id, patch, force=force)
 
@@ -283,36 +302,89 @@ def claim(inv: Invocation, task_id, owner):
     return commands.claim(inv, task_id, owner)
 
 
-def _list_options(command):
+def _filter_options(command):
+    """The filters `list` and `ready` share."""
     for option in reversed(
         [
-            click.option("--status", "statuses", type=STATUS, multiple=True, help="Only these statuses."),
             click.option("--owner", help="Only tasks this owner holds."),
-            click.option("--ready", is_flag=True, help="Only pending tasks with no open blocker."),
-            click.option("--blocked", is_flag=True, help="Only open tasks with an open blocker."),
-            click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks."),
+            click.option("--label", "labels", multiple=True, help="Only tasks with this label (all given)."),
+            click.option("--priority", type=PRIORITY, help="Only this priority (unset counts as 2)."),
+            click.option("--grep", metavar="TEXT", help="Only tasks whose subject or description has TEXT (any case)."),
+            click.option("--limit", type=LIMIT, help="At most N tasks: the first N in the listing's order."),
         ]
     ):
         command = option(command)
     return command
 
 
+def _list_options(command):
+    for option in reversed(
+        [
+            click.option(
+                "--status",
+                "statuses",
+                type=STATUS_FILTER,
+                multiple=True,
+                help="Only these statuses (also done, in-progress, todo, ready, blocked).",
+            ),
+            click.option("--ready", is_flag=True, help="Only pending tasks with no open blocker."),
+            click.option("--blocked", is_flag=True, help="Only open tasks with an open blocker."),
+            click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks."),
+        ]
+    ):
+        command = option(command)
+    return _filter_options(command)
+
+
 @cli.command(name="list")
 @_list_options
 @json_option
 @pass_inv
-def list_(inv: Invocation, statuses, owner, ready, blocked, include_deleted):
-    """Tasks in ascending id order."""
-    return commands.list_tasks(inv, statuses, owner, ready, blocked, include_deleted)
+def list_(inv: Invocation, statuses, ready, blocked, include_deleted, owner, labels, priority, grep, limit):
+    """Tasks in ascending id order; only ready tasks (--ready, --status ready) come in ready order."""
+    filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit}
+    return commands.list_tasks(inv, statuses, owner, ready, blocked, include_deleted, **filters)
 
 
 @cli.command()
-@click.option("--owner", help="Only tasks this owner holds.")
+@_filter_options
 @json_option
 @pass_inv
-def ready(inv: Invocation, owner):
-    """Tasks that can start now (same as list --ready)."""
-    return commands.list_tasks(inv, (), owner, ready=True)
+def ready(inv: Invocation, owner, labels, priority, grep, limit):
+    """Tasks that can start now, in ready order: priority (0 first; unset counts as 2), then id."""
+    filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit}
+    return commands.list_tasks(inv, (), owner, ready=True, **filters)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.option("--note", default="", help="What to say about it in the journal.")
+@click.option("--force", is_flag=True, help="Complete it even though another owner holds it.")
+@json_option
+@pass_inv
+def done(inv: Invocation, task_id, note, force):
+    """Complete a task (short for update ID --status completed).
+
+    \b
+      tasks done 4 --note "merged in #123"
+    """
+    return commands.done(inv, task_id, note, force=force)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.option("--note", default="", help="What to say about it in the journal (why it failed).")
+@click.option("--failed", is_flag=True, help="Record a failed attempt.")
+@click.option("--force", is_flag=True, help="Release it even though another owner holds it.")
+@json_option
+@pass_inv
+def release(inv: Invocation, task_id, note, failed, force):
+    """Give a task back: in progress → pending, the owner cleared.
+
+    \b
+      tasks release 4 --failed --note "tests hang on CI"
+    """
+    return commands.release(inv, task_id, note, failed=failed, force=force)
 
 
 @cli.command()

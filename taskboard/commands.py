@@ -15,6 +15,7 @@ from .messages import damage_error, error_text, mermaid_hint, problem_document
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
     from .board import Listing
     from .model import Patch
@@ -61,8 +62,9 @@ def create(
     blocks: Iterable[int] = (),
     owner: str = "",
     metadata: dict | None = None,
+    **fields: Any,
 ) -> int:
-    return show_record(inv, inv.board.create(subject, description, blocked_by, blocks, owner, metadata))
+    return show_record(inv, inv.board.create(subject, description, blocked_by, blocks, owner, metadata, **fields))
 
 
 def get(inv: Invocation, task_id: int) -> int:
@@ -88,6 +90,14 @@ def delete(inv: Invocation, task_id: int, force: bool = False) -> int:
     return show_record(inv, inv.board.delete(task_id, force=force))
 
 
+def done(inv: Invocation, task_id: int, note: str = "", force: bool = False) -> int:
+    return show_record(inv, inv.board.done(task_id, note, force=force))
+
+
+def release(inv: Invocation, task_id: int, note: str = "", failed: bool = False, force: bool = False) -> int:
+    return show_record(inv, inv.board.release(task_id, note, failed=failed, force=force))
+
+
 def claim(inv: Invocation, task_id: int | None, owner: str | None) -> int:
     board = inv.board
     return show_record(inv, board.claim(task_id, owner if owner is not None else board.caller))
@@ -100,13 +110,15 @@ def list_tasks(
     ready: bool = False,
     blocked: bool = False,
     include_deleted: bool = False,
+    **filters: Any,
 ) -> int:
-    """`list` and `ready`: every readable task that matches, then the damage, if any."""
+    """`list` and `ready`: every readable task that matches, then the damage, if any.
+    `filters`: labels, priority, grep, limit (taskboard.board.Board.select)."""
     from .board import check_filters
 
-    check_filters(ready, blocked)  # a usage error comes before any wait for the board
+    check_filters(ready, blocked, statuses, **filters)  # a usage error comes before any wait for the board
     listing = inv.board.listing()
-    chosen = inv.board.select(listing, statuses, owner, ready, blocked, include_deleted)
+    chosen = inv.board.select(listing, statuses, owner, ready, blocked, include_deleted, **filters)
     if inv.json:
         inv.data(chosen)
     else:

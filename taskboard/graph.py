@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .model import OPEN, Record
+from .model import OPEN, Record, priority_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -34,6 +34,16 @@ def is_ready(record: Record, lookup: Lookup) -> bool:
 
 def is_blocked(record: Record, lookup: Lookup) -> bool:
     return record["status"] in OPEN and bool(open_blockers(record, lookup))
+
+
+def ready_order(record: Record) -> tuple[int, int]:
+    """Where a task comes in ready order (`ready`, `claim` without ID, the Ready column):
+    priority first (0 most urgent … 4; unset counts as 2), then the lowest id."""
+    return (priority_of(record), record["id"])
+
+
+def in_ready_order(records: Iterable[Record]) -> list[Record]:
+    return sorted(records, key=ready_order)
 
 
 def find_path(start: int, goal: int, successors: Callable[[int], Iterable[int]]) -> list[int] | None:

@@ -120,6 +120,89 @@ def check_status(status: str) -> str:
     return status
 
 
+# Words people and agents type for a status (DESIGN §7); the record keeps the contract's names.
+STATUS_WORDS = {"done": "completed", "in-progress": "in_progress", "todo": "pending"}
+# What a listing may filter on besides the statuses: the two states of an open task.
+STATES_TO_FILTER = ("ready", "blocked")
+
+
+def parse_status(text: str, states: bool = False) -> str:
+    """A status as typed: the contract's name or its word (`done`, `in-progress`, `todo`);
+    with `states`, also `ready` or `blocked` (what a listing filters on)."""
+    status = STATUS_WORDS.get(text, text) if isinstance(text, str) else text
+    if status in STATUSES or (states and status in STATES_TO_FILTER):
+        return status
+    words = [*STATUSES, *STATUS_WORDS] + (list(STATES_TO_FILTER) if states else [])
+    raise UsageError(f"unknown status {text!r}; use one of {', '.join(words)}", "status")
+
+
+# -- priority and labels (kept in metadata; DESIGN §7) -----------------------------------
+
+PRIORITIES = range(5)  # 0 most urgent … 4
+DEFAULT_PRIORITY = 2  # what an unset (or unusable) priority counts as
+MAX_LABEL = 100
+
+
+def check_priority(value: Any) -> int:
+    if type(value) is not int or value not in PRIORITIES:
+        raise UsageError(f"the priority must be a whole number from 0 (most urgent) to 4, not {value!r}", "priority")
+    return value
+
+
+def parse_priority(text: str) -> int:
+    """A priority as typed: one digit from 0 to 4."""
+    if len(text) == 1 and text in "01234":
+        return int(text)
+    raise UsageError(f"the priority must be a whole number from 0 (most urgent) to 4, not {text!r}", "priority")
+
+
+def check_label(label: Any) -> str:
+    if not isinstance(label, str):
+        raise UsageError(f"a label must be text, not {label!r}", "label")
+    _utf8(label, "a label")
+    if not label.strip():
+        raise UsageError("a label is empty; name it in a word or two", "label")
+    if len(label) > MAX_LABEL:
+        raise UsageError(f"the label {label[:40]!r}… is {len(label)} characters long; at most {MAX_LABEL}", "label")
+    if _CONTROL.search(label) or label != label.strip():
+        raise UsageError(f"the label {label!r} has control characters or surrounding spaces", "label")
+    return label
+
+
+def check_labels(value: Any) -> list[str]:
+    """Labels as the record keeps them: sorted, unique, each a usable label."""
+    if not isinstance(value, list):
+        raise UsageError(f"labels must be a list of text, not {value!r}", "label")
+    return sorted({check_label(label) for label in value})
+
+
+def check_limit(limit: Any) -> int:
+    """How many a listing may show at most (`--limit N`): a whole number of at least 1."""
+    if type(limit) is not int or limit < 1:
+        raise UsageError(f"the limit must be a whole number of at least 1, not {limit!r}", "limit")
+    return limit
+
+
+def parse_limit(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and len(text) <= 19):
+        raise UsageError(f"the limit must be a whole number of at least 1, not {text!r}", "limit")
+    return check_limit(int(text))
+
+
+def priority_of(record: Record) -> int:
+    """The task's priority for ordering: metadata.priority when it is one (0 to 4), else 2
+    (unset, or a value written by hand that is none)."""
+    value = record.get("metadata", {}).get("priority") if type(record.get("metadata")) is dict else None
+    return value if type(value) is int and value in PRIORITIES else DEFAULT_PRIORITY
+
+
+def labels_of(record: Record) -> list[str]:
+    """The task's labels: metadata.labels, what of it is text."""
+    metadata = record.get("metadata")
+    value = metadata.get("labels") if type(metadata) is dict else None
+    return [label for label in value if isinstance(label, str)] if isinstance(value, list) else []
+
+
 def _utf8(text: str, what: str) -> str:
     """Text that UTF-8 can hold: no lone surrogates (undecodable bytes on the command
     line, or JSON escapes of half a character)."""
@@ -138,7 +221,10 @@ def parse_json_value(text: str) -> Any:
 
 def check_metadata(metadata: dict) -> dict:
     """Metadata a caller gives: string keys one can print, values JSON can hold, finite,
-    in UTF-8, at most MAX_META_DEPTH deep."""
+    in UTF-8, at most MAX_META_DEPTH deep; the keys META_FIELDS declare pass their own
+    check too (a `priority` of 7 is refused however it is given). Returns it normalised
+    (labels sorted and unique)."""
+    metadata = dict(metadata)
     for key, value in metadata.items():
         if not isinstance(key, str) or not key.strip() or _CONTROL.search(key):
             raise UsageError(f"the metadata key {key!r} is empty or unprintable")
@@ -154,6 +240,8 @@ def check_metadata(metadata: dict) -> dict:
         except (TypeError, ValueError):
             raise UsageError(f"metadata {key}: the value is not JSON with finite numbers") from None
         _utf8(text, f"metadata {key}")
+        if key in _IN_METADATA:
+            metadata[key] = FIELD[key].check(value)  # type: ignore[misc]  # META_FIELDS have a check
     return metadata
 
 
@@ -264,7 +352,7 @@ FIELDS = (
     Field("id", int, _given, required=True, flaw=_id_flaw),
     Field("subject", str, _given, required=True, check=check_subject),
     Field("description", str, lambda stamp: "", required=True, check=check_description),
-    Field("status", str, lambda stamp: "pending", required=True, check=check_status, flaw=_status_flaw),
+    Field("status", str, lambda stamp: "pending", required=True, check=parse_status, flaw=_status_flaw),
     Field("blockedBy", list, lambda stamp: [], required=True, flaw=_ids_flaw("blockedBy")),
     Field("blocks", list, lambda stamp: [], required=True, flaw=_ids_flaw("blocks")),
     Field("owner", str, lambda stamp: "", required=True, check=check_owner),
@@ -273,9 +361,12 @@ FIELDS = (
     Field("createdAt", str, lambda stamp: stamp, flaw=_time_flaw("createdAt")),
     Field("updatedAt", str, lambda stamp: stamp, flaw=_time_flaw("updatedAt")),
 )
-# Keys of `metadata` with a meaning of their own (e.g. Field("priority", int, ..., check=...)):
-# a Patch sets them by name, and the change stores them in the record's metadata.
-META_FIELDS: tuple[Field, ...] = ()
+# Keys of `metadata` with a meaning of their own: a Patch (and create) sets them by name,
+# the change stores them in the record's metadata, and `--meta KEY=VALUE` passes the same check.
+META_FIELDS: tuple[Field, ...] = (
+    Field("priority", int, lambda stamp: DEFAULT_PRIORITY, check=check_priority),
+    Field("labels", list, lambda stamp: [], check=check_labels),
+)
 
 FIELD = {field.name: field for field in FIELDS + META_FIELDS}
 KEY_ORDER = tuple(field.name for field in FIELDS)
@@ -311,6 +402,8 @@ class Patch:
         add_blocks: Iterable[int] = (),
         remove_blocked_by: Iterable[int] = (),
         remove_blocks: Iterable[int] = (),
+        add_labels: Iterable[str] = (),
+        remove_labels: Iterable[str] = (),
         **values: Any,
     ):
         unknown = sorted(set(values) - EDITABLE)
@@ -320,6 +413,7 @@ class Patch:
         self.metadata = dict(metadata or {})
         self.add_blocked_by, self.add_blocks = sorted(set(add_blocked_by)), sorted(set(add_blocks))
         self.remove_blocked_by, self.remove_blocks = sorted(set(remove_blocked_by)), sorted(set(remove_blocks))
+        self.add_labels, self.remove_labels = list(add_labels), list(remove_labels)
 
     def __getattr__(self, name: str) -> Any:
         if name in EDITABLE:
@@ -331,13 +425,22 @@ class Patch:
         return self.add_blocked_by + self.add_blocks + self.remove_blocked_by + self.remove_blocks
 
     def is_empty(self) -> bool:
-        return not (self.values or self.metadata or self.edges())
+        return not (self.values or self.metadata or self.edges() or self.add_labels or self.remove_labels)
 
     def check(self) -> None:
-        """Every usage error the patch holds, before any file is read."""
+        """Every usage error the patch holds, before any file is read; values are kept
+        as the record will hold them (labels sorted and unique)."""
         for name, value in self.values.items():
-            FIELD[name].check(value)  # type: ignore[misc]  # EDITABLE fields have a check
-        check_metadata(self.metadata)
+            self.values[name] = FIELD[name].check(value)  # type: ignore[misc]  # EDITABLE fields have a check
+        self.metadata = check_metadata(self.metadata)
+        self.add_labels, self.remove_labels = check_labels(self.add_labels), check_labels(self.remove_labels)
+        twice = sorted(set(self.add_labels) & set(self.remove_labels))
+        if twice:
+            raise UsageError(
+                f"the change both adds and removes the label {twice[0]!r}; say one",
+                "label-add-and-remove",
+                label=twice[0],
+            )
         for added, removed, key in (
             (self.add_blocked_by, self.remove_blocked_by, "blockedBy"),
             (self.add_blocks, self.remove_blocks, "blocks"),
@@ -365,6 +468,12 @@ class Patch:
                 changed.append(name)
         metadata = {name: value for name, value in self.values.items() if name in _IN_METADATA}
         metadata.update(self.metadata)
+        if self.add_labels or self.remove_labels:
+            labels = metadata.get("labels", labels_of(record))
+            labels = [] if labels is REMOVE else labels
+            metadata["labels"] = sorted((set(labels) | set(self.add_labels)) - set(self.remove_labels))
+        if metadata.get("labels") == []:  # no labels left: the key goes, as `--meta labels=` would do
+            metadata["labels"] = REMOVE
         if metadata:
             merged = dict(record.get("metadata", {}))
             for key, value in metadata.items():

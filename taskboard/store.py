@@ -50,8 +50,9 @@ _CHUNK = 1 << 16  # task files are small; a 1 MiB buffer per read cost more than
 
 
 def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
-    """--dir, else TASKS_DIR, else the nearest .tasks/ walking up, else .tasks/ at
-    the top of the git work tree, else ./.tasks/."""
+    """--dir, else TASKS_DIR, else the nearest .tasks/ walking up, but not past the top
+    of the git work tree (a board above the repository is never used by accident),
+    else .tasks/ at the top of the git work tree, else ./.tasks/."""
     if explicit:
         return Path(explicit)
     if os.environ.get("TASKS_DIR"):
@@ -60,16 +61,14 @@ def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
     for folder in (here, *here.parents):
         if (folder / ".tasks").is_dir():
             return folder / ".tasks"
-    top = _git_top(here)
-    return (top if top else here) / ".tasks"
+        if _is_work_tree_top(folder):
+            return folder / ".tasks"
+    return here / ".tasks"
 
 
-def _git_top(here: Path) -> Path | None:
-    # A work tree's top holds `.git` (a folder, or a file in linked worktrees).
-    for folder in (here, *here.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
+def _is_work_tree_top(folder: Path) -> bool:
+    # A work tree's top holds `.git` (a folder, or a file in linked worktrees and submodules).
+    return (folder / ".git").exists()
 
 
 def read_bytes(path: str | Path) -> bytes:

@@ -51,13 +51,15 @@ def state(record: Record, lookup: graph.Lookup) -> str:
 
 
 def columns(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, list[Record]]:
-    """The kanban columns in order, deleted tasks left out, cards in id order."""
+    """The kanban columns in order, deleted tasks left out, cards in id order; the
+    Ready column in ready order (graph.ready_order: priority, then id)."""
     found: dict[str, list[Record]] = {name: [] for name, _ in COLUMNS}
     column_of = {key: name for name, key in COLUMNS}
     for record in records:
         name = column_of.get(state(record, lookup))
         if name is not None:
             found[name].append(record)
+    found["Ready"] = graph.in_ready_order(found["Ready"])
     return found
 
 

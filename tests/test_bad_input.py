@@ -2,7 +2,8 @@
 is wrong, show no traceback, and leave every byte of the board as it was.
 
 The board every case starts from: #1 pending blocks #2; #3 completed; #4 deleted;
-#5 in progress held by amy; #6 is a symbolic link to a task file outside.
+#5 in progress held by amy; #6 is a symbolic link to a task file outside; #7 pending,
+reserved for carol.
 """
 
 from __future__ import annotations
@@ -75,10 +76,11 @@ CASES = [
     (["update", "abc", "--status", "completed"], None, 2, "not a task id", None),
     (["claim", "-7", "--owner", "amy"], None, 2, "-7", None),
     # -- statuses, flags, commands --------------------------------------------------------
-    (["update", "1", "--status", "done"], None, 2, "'done' is not one of", None),
-    (["update", "1", "--status", ""], None, 2, "is not one of", None),
-    (["update", "1", "--status", "Completed"], None, 2, "is not one of", None),
-    (["list", "--status", "finished"], None, 2, "is not one of", None),
+    (["update", "1", "--status", "finished"], None, 2, "unknown status 'finished'", None),
+    (["update", "1", "--status", ""], None, 2, "unknown status", None),
+    (["update", "1", "--status", "Completed"], None, 2, "unknown status", None),
+    (["update", "1", "--status", "ready"], None, 2, "unknown status 'ready'", None),
+    (["list", "--status", "finished"], None, 2, "unknown status", None),
     (["update", "1", "--status"], None, 2, "requires an argument", None),
     (["list", "--ready", "--blocked"], None, 2, "exclude each other", None),
     (["update", "1", "--add-blocks", "2", "--remove-blocks", "2"], None, 2, "both name #2", None),
@@ -97,7 +99,7 @@ CASES = [
     (["list"], None, 2, "TASKS_LOCK_TIMEOUT", {"TASKS_LOCK_TIMEOUT": "soon"}),
     (["--as", "bob\n", "update", "1", "--subject", "mine"], None, 2, "control characters", None),
     # -- usage before not-found before refusal ------------------------------------------------
-    (["update", "42", "--status", "bogus"], None, 2, "is not one of", None),
+    (["update", "42", "--status", "bogus"], None, 2, "unknown status", None),
     (["update", "4", "--add-blocks", "99"], None, 3, "no task #99", None),
     # -- missing tasks ---------------------------------------------------------------------------
     (["get", "42"], None, 3, "no task #42", None),
@@ -126,6 +128,73 @@ CASES = [
     (["claim", "3", "--owner", "bob"], None, 4, "#3 is already completed", None),
     (["claim", "2", "--owner", "bob"], None, 4, "#2 is blocked by #1", None),
     (["claim", "4", "--owner", "bob"], None, 4, "#4 is deleted", None),
+    # -- priority, labels, filters, status words (issue 9) ----------------------------------------
+    (["create", "x", "--priority", "5"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", "-1"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", "1.5"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", "high"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", ""], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", " 1"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", "01"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--priority", "٣"], None, 2, "priority must be a whole number from 0", None),
+    (["update", "1", "--priority", "9"], None, 2, "priority must be a whole number from 0", None),
+    (["update", "42", "--priority", "9"], None, 2, "priority must be a whole number from 0", None),
+    (["list", "--priority", "7"], None, 2, "priority must be a whole number from 0", None),
+    (["ready", "--priority", "x"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--meta", "priority=7"], None, 2, "priority must be a whole number from 0", None),
+    (["update", "1", "--meta", "priority=high"], None, 2, "priority must be a whole number from 0", None),
+    (["update", "1", "--meta", "priority=1.0"], None, 2, "priority must be a whole number from 0", None),
+    (["create", "x", "--label", ""], None, 2, "label is empty", None),
+    (["create", "x", "--label", "   "], None, 2, "label is empty", None),
+    (["create", "x", "--label", "a\x01b"], None, 2, "control characters", None),
+    (["create", "x", "--label", "a\nb"], None, 2, "control characters", None),
+    (["create", "x", "--label", " ui"], None, 2, "surrounding spaces", None),
+    (["create", "x", "--label", "l" * 101], None, 2, "at most 100", None),
+    (["create", "x", "--label", "ok", "--label", "\x1b[31m"], None, 2, "control characters", None),
+    (["update", "1", "--label", ""], None, 2, "label is empty", None),
+    (["update", "1", "--unlabel", "\t"], None, 2, "label is empty", None),
+    (["update", "1", "--label", "a", "--unlabel", "a"], None, 2, "both adds and removes the label 'a'", None),
+    (["update", "42", "--label", ""], None, 2, "label is empty", None),
+    (["create", "x", "--meta", 'labels=["ok", ""]'], None, 2, "label is empty", None),
+    (["create", "x", "--meta", "labels=[1]"], None, 2, "label must be text", None),
+    (["create", "x", "--meta", 'labels="ui"'], None, 2, "labels must be a list", None),
+    (["list", "--label", ""], None, 2, "label is empty", None),
+    (["ready", "--label", "a\x00"], None, 2, "control characters", None),
+    (["list", "--limit", "0"], None, 2, "limit must be a whole number of at least 1", None),
+    (["list", "--limit", "-1"], None, 2, "limit must be a whole number of at least 1", None),
+    (["list", "--limit", "abc"], None, 2, "limit must be a whole number of at least 1", None),
+    (["ready", "--limit", "1.5"], None, 2, "limit must be a whole number of at least 1", None),
+    (["ready", "--limit", "9" * 30], None, 2, "limit must be a whole number of at least 1", None),
+    (["list", "--grep", ""], None, 2, "text to search for is empty", None),
+    (["list", "--status", "Done"], None, 2, "unknown status 'Done'", None),
+    (["list", "--status", "in progress"], None, 2, "unknown status", None),
+    (["update", "1", "--status", "blocked"], None, 2, "unknown status 'blocked'", None),
+    (["list", "--ready", "--blocked", "--grep", "x"], None, 2, "exclude each other", None),
+    # -- done, release (issue 9) ----------------------------------------------------------------
+    (["done"], None, 2, "missing argument", None),
+    (["done", "abc"], None, 2, "not a task id", None),
+    (["release", "0"], None, 2, "not a task id", None),
+    (["done", "1", "--note", "bell\x07"], None, 2, "control character", None),
+    (["release", "1", "--failed", "--note", "\x1b[2J"], None, 2, "control character", None),
+    (["done", "1", "--note", "n" * 65537], None, 2, "65536", None),
+    (["release", "1", "--bogus"], None, 2, "no such option", None),
+    (["done", "42"], None, 3, "no task #42", None),
+    (["release", "42"], None, 3, "no task #42", None),
+    (["release", "42", "--failed", "--note", "x"], None, 3, "no task #42", None),
+    (["done", "2"], None, 4, "#2 is blocked by #1", None),
+    (["done", "4"], None, 4, "#4 is deleted", None),
+    (["release", "4"], None, 4, "#4 is deleted", None),
+    (["release", "3"], None, 4, "#3 is completed", None),
+    (["release", "3", "--failed"], None, 4, "reopen it", None),
+    (["--as", "bob", "done", "5"], None, 4, "held by amy", None),
+    (["--as", "bob", "release", "5", "--failed"], None, 4, "held by amy", None),
+    # -- ownership, tightened (issue 9) -----------------------------------------------------------------
+    (["--as", "bob", "update", "5", "--subject", "mine"], None, 4, "held by amy; you are bob", None),
+    (["--as", "bob", "update", "5", "-d", "mine"], None, 4, "held by amy; you are bob", None),
+    (["update", "5", "-d", "-"], b"mine", 4, "held by amy", {"TASKS_OWNER": "bob"}),
+    (["--as", "bob", "update", "7", "--status", "in-progress"], None, 4, "reserved for carol; you are bob", None),
+    (["--as", "bob", "update", "7", "--status", "done"], None, 4, "reserved for carol", None),
+    (["--as", "bob", "done", "7"], None, 4, "you are bob (pass --force to override)", None),
     # -- a symlinked task file --------------------------------------------------------------
     (["get", "6"], None, 6, "task_6.json: is a symbolic link", None),
     (["update", "6", "--subject", "x"], None, 6, "task_6.json: is a symbolic link", None),
@@ -147,6 +216,7 @@ def board(board_dir, tmp_path):
             record(3, status="completed"),
             record(4, status="deleted"),
             record(5, status="in_progress", owner="amy"),
+            record(7, owner="carol"),
         ],
     )
     outside = tmp_path / "outside.json"
@@ -247,7 +317,7 @@ def test_a_lock_held_by_another_process_is_busy(board, run):
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
-    assert run.json("create", "after the holder left")["id"] == 7
+    assert run.json("create", "after the holder left")["id"] == 8
 
 
 def test_nothing_in_a_task_is_interpreted_as_markup_or_run(board_dir, run, tmp_path):

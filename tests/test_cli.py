@@ -213,7 +213,8 @@ def test_owner_protection(run):
     assert "alice" in refused.stderr and "#1" in refused.stderr
     run("--as", "bob", "delete", "1", expect=4)
     run("--as", "bob", "update", "1", "--owner", "bob", expect=4)
-    run("update", "1", "--subject", "renamed", env={"TASKS_OWNER": "bob"})  # other fields are fine
+    run("update", "1", "--subject", "renamed", env={"TASKS_OWNER": "bob"}, expect=4)  # DESIGN §7: tightened
+    run("update", "1", "--meta", "size=2", "--label", "x", env={"TASKS_OWNER": "bob"})  # other fields are fine
     run("update", "1", "--status", "completed", env={"TASKS_OWNER": "bob"}, expect=4)
     run("--as", "bob", "update", "1", "--status", "completed", "--force")
     assert run.record(1)["owner"] == "alice"  # completing keeps who did the work
