@@ -64,8 +64,10 @@ class Listing:
 class Change:
     """Records read and edited under the lock; `commit` writes the edited ones that changed."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, actor: str = ""):
         self.store = store
+        self.actor = actor  # who the journal says made the change
+        self.journaled: list[dict] = []  # the journal entries the commit appended
         self.records: dict[int, Record] = {}
         self.before: dict[int, bytes | None] = {}
 
@@ -102,8 +104,9 @@ class Change:
     def lookup(self, task_id: int) -> Record | None:
         return self.find(task_id)
 
-    def commit(self) -> list[Record]:
-        """Write every edited record whose content changed; the records written, in id order."""
+    def commit(self, events: Iterable[Event] = ()) -> list[Record]:
+        """Write every edited record whose content changed, and journal the events, as one
+        change (taskboard.journal); the records written, in id order."""
         stamp = now()
         files, written = {}, []
         for task_id, before in self.before.items():
@@ -118,7 +121,15 @@ class Change:
             record.clear()
             record.update(canonical)
             written.append(record)
-        self.store.write(files)
+        events = list(events)
+        appends = None
+        if events:
+            from . import journal
+
+            actor = journal.actor_of(self.actor)
+            self.journaled = journal.entries(events, actor, journal.stamp())
+            appends = {journal.shard_name(actor): journal.encode(self.journaled)}
+        self.store.write(files, appends)
         return sorted(written, key=lambda record: record["id"])
 
 
@@ -128,6 +139,10 @@ class Board:
     def __init__(self, store: Store, caller: str = ""):
         self.store = store
         self.caller = caller
+
+    def change(self) -> Change:
+        """A change on this board, journaled as made by the caller (else the login name)."""
+        return Change(self.store, self.caller)
 
     # -- reading ---------------------------------------------------------------
 
@@ -241,7 +256,7 @@ class Board:
         blocked_by, blocks = sorted(set(blocked_by)), sorted(set(blocks))
         self._require_board(blocked_by + blocks)
         with self.store.writing() as notes:
-            change = Change(self.store)
+            change = self.change()
             for other in blocked_by + blocks:
                 change.get(other)
             for other in blocked_by + blocks:
@@ -255,7 +270,8 @@ class Board:
                 _link(change, blocker, new_id, outcome)
             for dependent in blocks:
                 _link(change, new_id, dependent, outcome)
-            outcome.written = change.commit()
+            outcome.written = change.commit(outcome.events)
+            outcome.journaled = change.journaled
         outcome.notes[:0] = notes
         return outcome
 
@@ -277,7 +293,7 @@ class Board:
         check_owner(self.caller)
         self._require_board([task_id])
         with self.store.writing() as notes:
-            change = Change(self.store)
+            change = self.change()
             record = change.get(task_id)
             for other in patch.edges():
                 change.get(other)
@@ -316,7 +332,8 @@ class Board:
                 outcome.events.append(Event(task_id, "failed", **({"note": note} if note else {})))
             elif note:
                 outcome.events.append(Event(task_id, "note", text=note))
-            outcome.written = change.commit()
+            outcome.written = change.commit(outcome.events)
+            outcome.journaled = change.journaled
             outcome.record = edited
         outcome.notes[:0] = notes
         return outcome
@@ -362,6 +379,56 @@ class Board:
         `failed` records a failed attempt (with the note, in the journal)."""
         return self.update(task_id, Patch(status="pending"), force=force, note=note, failed=failed, release=True)
 
+    # -- the journal (taskboard.journal) ------------------------------------------------
+
+    def note(self, task_id: int, text: str) -> Outcome:
+        """Journal a note about a task; no task file changes. The outcome's `journaled`
+        holds the entry."""
+        check_note(text)
+        if not text.strip():
+            raise UsageError("the note is empty; say what happened", "note")
+        self._require_board([task_id])
+        with self.store.writing() as notes:
+            outcome = Outcome(self._existing(task_id))
+            outcome.events.append(Event(task_id, "note", text=text))
+            change = self.change()
+            change.commit(outcome.events)
+            outcome.journaled = change.journaled
+        outcome.notes[:0] = notes
+        return outcome
+
+    def log(self, task_id: int | None = None, limit: int | None = None) -> Outcome:
+        """The journal, oldest first (only what concerns `task_id`; only the last `limit`).
+        The outcome's `journaled` holds the entries, its notes the damaged lines skipped."""
+        from . import journal
+
+        with self.store.reading() as notes:
+            if task_id is not None:
+                self._existing(task_id)
+            entries, damaged = journal.read(self.store.root, task_id, limit)
+        outcome = Outcome()
+        outcome.journaled = entries
+        outcome.notes = notes
+        if damaged:
+            files = sorted({damage.file for damage in damaged})
+            outcome.notes.append(
+                Note(
+                    "journal-damaged",
+                    f"skipped {len(damaged)} damaged journal line(s) in {', '.join(files)}",
+                    count=len(damaged),
+                    files=files,
+                )
+            )
+        return outcome
+
+    def _existing(self, task_id: int) -> Record | None:
+        """The task's record; None when its file exists but cannot be read (what happened
+        to a damaged task is still worth reading and noting). NotFound when there is none."""
+        try:
+            return self.store.read(task_id)
+        except Corrupt:
+            return None
+
     def claim(self, task_id: int | None, owner: str) -> Outcome:
         if not owner:
             raise UsageError("claiming needs an owner: name one, or set TASKS_OWNER", "owner-needed")
@@ -370,7 +437,7 @@ class Board:
             self._require_board([task_id] if task_id is not None else [])
             raise NotFound(f"no ready task to claim for {owner}")
         with self.store.writing() as notes:
-            change = Change(self.store)
+            change = self.change()
             outcome = Outcome()
             if task_id is None:
                 record = self._first_claimable(change, owner, outcome)
@@ -381,7 +448,8 @@ class Board:
                 edited = change.edit(record["id"])
                 edited["status"], edited["owner"] = "in_progress", owner
                 outcome.events.append(Event(record["id"], "claimed", owner=owner))
-            outcome.written = change.commit()
+            outcome.written = change.commit(outcome.events)
+            outcome.journaled = change.journaled
             outcome.record = change.get(record["id"])
         outcome.notes[:0] = notes
         return outcome

@@ -77,6 +77,7 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
         )
     if change is not None:  # layout is cosmetic: reported only where --fix rewrites it
         _check_format(store, records, fixes, problems, fixed_copy)
+    problems.extend(_journal_problems(store))
     if change is not None and fixes:
         for copy in fixes.values():
             change.rewrite(copy)  # even unchanged content: a re-layout or added keys do not change encode()
@@ -211,3 +212,15 @@ def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems:
             )
         )
         fixed_copy(task_id)
+
+
+def _journal_problems(store: Store) -> list[Problem]:
+    """Damaged journal lines (hand edits, bad merges): named by file and line, never
+    repaired (the journal is only appended to), skipped by `log`."""
+    from .journal import damage
+
+    found = []
+    for flaw in damage(store.root):
+        where = f"{flaw.file} line {flaw.line}" if flaw.line else flaw.file
+        found.append(Problem(flaw.file, None, "journal", f"{where}: {flaw.message}", reason=flaw.reason))
+    return found

@@ -135,15 +135,20 @@ pass_inv = click.make_pass_decorator(Invocation)
 
 def _description(value: str) -> str:
     """`-d -` reads the description from stdin (UTF-8)."""
+    return _text(value, "the description")
+
+
+def _text(value: str, what: str) -> str:
+    """A text argument; '-' reads it from stdin (UTF-8)."""
     if value != "-":
         return value
     raw = sys.stdin.buffer.read(MAX_DESCRIPTION * 4 + 1) if sys.stdin else b""
     if len(raw) > MAX_DESCRIPTION * 4:  # more bytes than the longest allowed text can take; cut mid-character
-        raise UsageError(f"the description on stdin is longer than {MAX_DESCRIPTION} characters, the most allowed")
+        raise UsageError(f"{what} on stdin is longer than {MAX_DESCRIPTION} characters, the most allowed")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"the description on stdin is not valid UTF-8 (byte {exc.start})") from None
+        raise UsageError(f"{what} on stdin is not valid UTF-8 (byte {exc.start})") from None
 
 
 def _meta(items) -> dict | None:
@@ -428,6 +433,35 @@ def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
 def check(inv: Invocation, fix):
     """Validate every file and invariant; exit 0 when sound, 6 otherwise."""
     return commands.check(inv, fix)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.argument("text")
+@json_option
+@pass_inv
+def note(inv: Invocation, task_id, text):
+    """Journal a note about a task ('-' reads it from stdin); no task file changes.
+
+    \b
+      tasks note 4 "parser passes the fuzz corpus"
+    """
+    return commands.note(inv, task_id, _text(text, "the note"))
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
+@click.option("--limit", type=click.IntRange(min=0), help="Only the last N events.")
+@json_option
+@pass_inv
+def log(inv: Invocation, task_id, limit):
+    """What happened, oldest first: the journal, or every event concerning ID.
+
+    \b
+      tasks log --limit 20
+      tasks log 4 --json
+    """
+    return commands.log(inv, task_id, limit)
 
 
 # -- running click --------------------------------------------------------------------

@@ -200,3 +200,27 @@ def check(inv: Invocation, fix: bool = False) -> int:
 
         render.show_check(problems, ok, plain=inv.plain())
     return 0 if ok else 6
+
+
+def note(inv: Invocation, task_id: int, text: str) -> int:
+    """Journal a note about a task: the entry under --json, else nothing on stdout."""
+    outcome = inv.board.note(task_id, text)
+    if inv.json:
+        inv.data(outcome.journaled[0])
+    else:
+        write(sys.stderr, f"noted on #{task_id}\n")
+    inv.report(outcome)
+    return 0
+
+
+def log(inv: Invocation, task_id: int | None = None, limit: int | None = None) -> int:
+    """The journal, oldest first: an array of entries under --json, else one line each."""
+    from .messages import entry_text
+
+    outcome = inv.board.log(task_id, limit)
+    if inv.json:
+        inv.data(outcome.journaled)
+    else:
+        write(sys.stdout, "".join(entry_text(entry) + "\n" for entry in outcome.journaled))
+    inv.report(outcome)
+    return 0

@@ -8,6 +8,8 @@ server may word its hints its own way and fall back on the default messages.
 
 from __future__ import annotations
 
+import json
+
 from .errors import Corrupt, TaskError
 from .model import CONFLICT_MARKERS, ids_text
 
@@ -113,3 +115,26 @@ def damage_error(damaged: list[Corrupt]) -> Corrupt:
     last = damaged[-1]
     more = f" (and {len(damaged) - 1} more damaged file(s) above)" if len(damaged) > 1 else ""
     return Corrupt(error_text(last) + more, last.file, last.rule)
+
+
+_ENTRY_KEYS = frozenset(("at", "actor", "task", "event", "eid"))
+
+
+def entry_text(entry: dict[str, Any]) -> str:
+    """One journal entry as a line for people: `2026-11-29T18:03:11Z  alice  #4 completed`,
+    then its particulars (a note's text, the fields edited, an edge, who was overridden).
+    Entries are data from the repository: callers escape them before any markup."""
+    event, details = entry["event"], {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
+    words = [event]
+    if event == "note":
+        words = ["note:", str(details.pop("text", "")).replace("\n", "\n    ")]
+    elif event == "edited" and isinstance(details.get("fields"), list):
+        words.append(", ".join(map(str, details.pop("fields"))))
+    elif event in ("linked", "unlinked") and "blocker" in details and "dependent" in details:
+        words.append(f"#{details.pop('blocker')} → #{details.pop('dependent')}")
+    elif event == "forced" and "holder" in details:
+        words.append(f"over {details.pop('holder')}")
+        details.pop("by", None)
+    for key, value in details.items():
+        words.append(f"{key}={value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+    return f"{entry['at']}  {entry['actor']}  #{entry['task']} {' '.join(words)}"

@@ -45,9 +45,11 @@ class Note(Data):
 
 
 class Event(Data):
-    """One thing that happened to one task, as a journal would keep it: `what` is one of
-    created, edited (data `fields`), started, released, completed, reopened, deleted,
-    claimed, linked / unlinked (data `blocker`, `dependent`), forced (data `holder`)."""
+    """One thing that happened to one task, as the journal keeps it (taskboard.journal):
+    `what` is one of created, edited (data `fields`), started, released, completed,
+    reopened, deleted, claimed, linked / unlinked (data `blocker`, `dependent`), forced
+    (data `holder`, `by`), note (data `text`), ... Every Event in an Outcome that an
+    operation commits (`Change.commit(outcome.events)`) is journaled with that change."""
 
     def __init__(self, task: int, what: str, **data: Any):
         self.task = task
@@ -60,7 +62,8 @@ class Outcome(Data):
     `written`: every record it wrote, in id order; `unblocked`: the tasks it made ready;
     `events`: what happened, task by task; `notes`: what the caller should hear;
     `neighbours`: for a read that asked, the records the task's lists name (None where
-    missing or unreadable)."""
+    missing or unreadable); `journaled`: the journal entries the change appended
+    (taskboard.journal)."""
 
     def __init__(self, record: Record | None = None):
         self.record = record
@@ -69,3 +72,4 @@ class Outcome(Data):
         self.events: list[Event] = []
         self.notes: list[Note] = []
         self.neighbours: dict[int, Record | None] = {}
+        self.journaled: list[dict[str, Any]] = []

@@ -42,7 +42,7 @@ SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
 DEFAULT_TIMEOUT = 10.0
 GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n"
-GITATTRIBUTES = "task_*.json text eol=lf\n"
+GITATTRIBUTES = "task_*.json text eol=lf\njournal/*.jsonl merge=union\n"
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -339,22 +339,48 @@ class Store:
 
     # -- writing (under the exclusive lock) -----------------------------------
 
-    def write(self, files: dict[str, bytes]) -> None:
-        """Replace the named board files as one change: all of them or none, even if
-        the process is killed at any instant."""
+    def write(self, files: dict[str, bytes], appends: dict[str, bytes] | None = None) -> None:
+        """Replace the named board files and append lines to journal shards
+        (taskboard.journal) as one change: all of it or none, even if the process is
+        killed at any instant."""
         assert self._exclusive, "write outside the board lock"
-        if not files:
+        if not files and not appends:
             return
+        if appends:
+            from .journal import check_writable
+
+            check_writable(self.root, appends)
         self.scratch.mkdir(exist_ok=True)
-        if len(files) == 1:
+        if len(files) == 1 and not appends:
             self._apply(files)
             return
-        intent = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
+        intent: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
+        if appends:
+            intent["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
         self._replace(self.scratch, INTENT_NAME, json.dumps(intent, ensure_ascii=False).encode("utf-8"))
         _fsync_folder(self.scratch)
-        self._apply(files, journaled=True)
+        if files:
+            self._apply(files, journaled=True)
+        self._append(appends or {})
         os.unlink(self.scratch / INTENT_NAME)
         _fsync_folder(self.scratch)
+
+    def _append(self, appends: dict[str, bytes], replay: bool = False) -> list[Note]:
+        from .journal import append
+
+        notes = []
+        for name, data in appends.items():
+            try:
+                append(self.root, name, data, replay=replay)
+            except OSError as exc:
+                if not replay:
+                    raise
+                # recovery must not be stuck behind a journal someone replaced by a link meanwhile
+                notes.append(
+                    Note("journal-lost", f"could not append to {name} ({exc.strerror}): lines lost", file=name)
+                )
+            self._crash_point()
+        return notes
 
     def write_plain(self, name: str, text: str) -> None:
         """A board file that is not a task (.gitignore, .gitattributes), atomically."""
@@ -422,12 +448,17 @@ class Store:
                     for name, text in intent["files"].items()
                     if id_from_file_name(name) is not None
                 }
+                appends = _intent_appends(intent)
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
-                self._apply(files, journaled=True)
+                if files:
+                    self._apply(files, journaled=True)
+                lost = self._append(appends, replay=True)
                 ids = sorted(id_from_file_name(name) or 0 for name in files)
-                notes.append(Note("recovered", f"completed an interrupted change to {ids_text(ids)}", tasks=ids))
+                what = ids_text(ids) if ids else "the journal"
+                notes.append(Note("recovered", f"completed an interrupted change to {what}", tasks=ids))
+                notes.extend(lost)
         leftovers = [name for name in names if name != INTENT_NAME]
         for name in leftovers + ([INTENT_NAME] if INTENT_NAME in names else []):
             try:
@@ -448,3 +479,12 @@ class Store:
             )
         _fsync_folder(self.scratch)
         return notes
+
+
+def _intent_appends(intent: dict) -> dict[str, bytes]:
+    """The journal lines an intent carries, to journal shards of this board only: a
+    planted intent cannot append anywhere else."""
+    from .journal import is_shard_name
+
+    appends = intent.get("appends", {})
+    return {name: text.encode("utf-8") for name, text in appends.items() if is_shard_name(name)}

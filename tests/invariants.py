@@ -94,6 +94,32 @@ def graph_problems(records: dict[int, dict]) -> list[str]:
     return found
 
 
+def load_journal(folder: Path) -> list[dict]:
+    """Every journal entry of the board (all shards, each in file order), asserting every
+    line is one sound entry ending in a newline and no eid appears twice."""
+    journal = folder / "journal"
+    entries: list[dict] = []
+    if not journal.is_dir():
+        return entries
+    for name in sorted(os.listdir(journal)):
+        path = journal / name
+        assert name.endswith(".jsonl") and not name.startswith("."), f"journal/{name}: not a shard name"
+        assert stat.S_ISREG(os.lstat(path).st_mode), f"journal/{name} is not a regular file"
+        data = path.read_bytes()
+        assert data.endswith(b"\n"), f"journal/{name}: the last line is unfinished"
+        for number, line in enumerate(data.decode("utf-8").split("\n")[:-1], 1):
+            entry = json.loads(line)
+            assert isinstance(entry, dict), f"journal/{name}:{number} is not an object"
+            assert list(entry)[:4] == ["at", "actor", "task", "event"], f"journal/{name}:{number}: keys {list(entry)}"
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", entry["at"]), f"journal/{name}:{number}: at"
+            assert isinstance(entry["task"], int) and entry["task"] > 0, f"journal/{name}:{number}: task"
+            assert isinstance(entry.get("eid"), str) and entry["eid"], f"journal/{name}:{number}: no eid"
+            entries.append(entry)
+    eids = [entry["eid"] for entry in entries]
+    assert len(eids) == len(set(eids)), "an eid appears twice in the journal"
+    return entries
+
+
 def scratch_left(folder: Path) -> list[str]:
     scratch = folder / ".scratch"
     left = sorted(os.listdir(scratch)) if scratch.is_dir() else []

@@ -1,10 +1,11 @@
 """kill -9 in the middle of multi-file changes, and what the next command makes of it.
 
-Completing (or reopening) a hub with 40 dependents rewrites 41 files. Whatever
+Completing (or reopening) a hub with 40 dependents rewrites 41 files and appends its
+event to the journal. Whatever
 instant the writer dies at, the next command of any kind must finish or undo the
 change before it does anything else, and leave a board that tests/invariants.py
 (which reads the JSON files itself) finds sound, with the change applied to every
-dependent or to none.
+dependent or to none, and journaled exactly once when it was applied.
 
 Exact instants come from the store's test hook TASKS_TEST_CRASH_AFTER=N (SIGKILL
 right after the N-th file replacement); random instants from a real SIGKILL sent
@@ -16,17 +17,18 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import time
 
 import pytest
-from invariants import assert_sound, hub_board, load_board, record, scratch_left, snapshot, write_board
+from invariants import assert_sound, hub_board, load_board, load_journal, record, scratch_left, snapshot, write_board
 from worker import ForkServer
 
 DEPENDENTS = 40
 HUB_FILES = DEPENDENTS + 1
-# replacements a hub change makes: the intent, then the 41 task files
-REPLACEMENTS = 1 + HUB_FILES
+# replacements a hub change makes: the intent, then the 41 task files, then its journal append
+REPLACEMENTS = 1 + HUB_FILES + 1
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +36,11 @@ def forks():
     server = ForkServer()
     yield server
     server.close()
+
+
+def hub_events(board) -> list[str]:
+    """The journal's events of the hub, oldest first (the independent reader's view)."""
+    return [entry["event"] for entry in load_journal(board) if entry["task"] == 1]
 
 
 def hub_state(board) -> str:
@@ -61,6 +68,7 @@ def test_kill_at_exact_points_of_a_hub_change(forks, board_dir, run, change):
         ("completed", "open", "completed") if change == "complete" else ("pending", "completed", "open")
     )
     for point in CRASH_POINTS:
+        shutil.rmtree(board_dir / "journal", ignore_errors=True)
         hub_board(board_dir, DEPENDENTS)
         if change == "reopen":
             run("update", "1", "--status", "completed")
@@ -74,6 +82,8 @@ def test_kill_at_exact_points_of_a_hub_change(forks, board_dir, run, change):
         assert_sound(board_dir)
         assert hub_state(board_dir) == after, point
         assert scratch_left(board_dir) == []
+        expected = ["completed"] if change == "complete" else ["completed", "reopened"]
+        assert hub_events(board_dir) == expected, point  # the event landed with the change, once
 
 
 def test_the_unkilled_change_makes_exactly_the_replacements_counted(forks, board_dir):
@@ -84,6 +94,7 @@ def test_the_unkilled_change_makes_exactly_the_replacements_counted(forks, board
     assert ended == {"exit": 0}
     assert hub_state(board_dir) == "completed"
     assert scratch_left(board_dir) == []
+    assert hub_events(board_dir) == ["completed"]
 
 
 def test_kill_during_recovery_then_recovery_again(forks, board_dir, run):
@@ -97,6 +108,7 @@ def test_kill_during_recovery_then_recovery_again(forks, board_dir, run):
     run("list")
     assert_sound(board_dir)
     assert hub_state(board_dir) == "completed"
+    assert hub_events(board_dir) == ["completed"]
 
 
 # -- a real SIGKILL at random instants -------------------------------------------------
@@ -123,7 +135,11 @@ def test_kill_minus_nine_loop_during_completion_and_reopen(forks, board_dir, run
         listed = json.loads(result.stdout)
         assert len(listed) == HUB_FILES
         assert_sound(board_dir)
-        hub_state(board_dir)  # all or nothing across the 40 dependents
+        state = hub_state(board_dir)  # all or nothing across the 40 dependents
+        # every change the board shows was journaled once, and nothing else was
+        events = hub_events(board_dir)
+        assert events == ["completed", "reopened"] * (len(events) // 2) + ["completed"] * (len(events) % 2)
+        assert (events[-1] if events else "reopened") == ("completed" if state == "completed" else "reopened")
         if interrupted:  # the next command finished or dropped the change, and said so
             mid_change += 1
             warnings = [json.loads(line) for line in result.stderr.splitlines()]

@@ -25,7 +25,7 @@ WRAPPER = r"""
 import json, os, sys
 
 report_path, argv = sys.argv[1], sys.argv[2:]
-opened, replaced, recording = [], [], [True]
+opened, replaced, listed, recording = [], [], [], [True]
 
 def hook(event, args):
     if not recording[0]:
@@ -37,13 +37,16 @@ def hook(event, args):
             opened.append([path, flags & os.O_ACCMODE != os.O_RDONLY])
     elif event == "os.rename":
         replaced.append(os.fsdecode(args[1]))
+    elif event in ("os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        listed.append(os.fsdecode(args[0]))
 
 sys.addaudithook(hook)
 from taskboard.app import main
 code = main(argv)
 recording[0] = False
 with open(report_path, "w") as out:
-    json.dump({"exit": code, "modules": sorted(sys.modules), "opened": opened, "replaced": replaced}, out)
+    report = {"exit": code, "modules": sorted(sys.modules), "opened": opened, "replaced": replaced, "listed": listed}
+    json.dump(report, out)
 """
 
 
@@ -286,3 +289,24 @@ def test_ids_from_many_names_agree_with_one_name_at_a_time():
         assert sorted(ids_from_file_names(names)) == sorted(
             task_id for task_id in map(id_from_file_name, names) if task_id is not None
         ), names
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("list",), ("list", "--json"), ("ready", "--json"), ("board", "--json"), ("claim", "--owner", "bob", "--json")],
+    ids=" ".join,
+)
+def test_hot_commands_never_read_the_journal(tmp_path, small_board, args):
+    """The journal grows for ever: list, ready, board and claim neither list its folder
+    nor open a shard for reading (claim appends through a write-only look at the end)."""
+    (small_board / "journal" / "someone.jsonl").write_text(
+        '{"at": "2026-01-01T00:00:00.000Z", "actor": "someone", "task": 1, "event": "note", "text": "x"}\n' * 50
+    )
+    result = footprint(tmp_path, small_board, *args)
+    assert result["exit"] == 0, result["stderr"]
+    journal = small_board / "journal"
+    assert not [path for path in result["listed"] if Path(path).resolve() == journal.resolve()]
+    read_shards = [path for path, writing in result["opened"] if path.endswith(".jsonl") and not writing]
+    assert read_shards == []
+    if args[0] == "claim":  # the claim was journaled: its shard was opened, for writing only
+        assert [writing for path, writing in result["opened"] if path.endswith(".jsonl")] == [True]
