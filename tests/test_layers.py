@@ -27,7 +27,7 @@ LAYERS = [
     {"render"},
     {"invocation"},
     {"messages"},
-    {"__init__", "board", "check", "store", "views", "graph", "outcome", "model", "errors"},  # the core
+    {"__init__", "board", "check", "store", "journal", "views", "graph", "outcome", "model", "errors"},  # the core
 ]
 CORE = LAYERS[-1]
 ONLY_USER_OF = {"click": "cli", "rich": "render"}  # a library and the one module that may import it
