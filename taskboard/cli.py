@@ -393,13 +393,20 @@ def release(inv: Invocation, task_id, note, failed, force):
 
 
 @cli.command()
+@click.option("--owner", metavar="NAME", help="Only the tasks this owner holds.")
+@click.option("--label", "labels", metavar="NAME", multiple=True, help="Only tasks with this label (all given).")
+@click.option("--all", "every", is_flag=True, help="Every card: no fitting to the screen, all of Done.")
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
 @click.option("--watch", is_flag=True, help="Redraw whenever the board changes, until Ctrl-C.")
 @json_option
 @pass_inv
-def board(inv: Invocation, svg, watch):
-    """The kanban view: Blocked · Ready · In progress · Done."""
-    return commands.board(inv, svg, watch)
+def board(inv: Invocation, owner, labels, every, svg, watch):
+    """The kanban view: Blocked · Ready · In progress · Done.
+
+    It fits the terminal: long columns end in `+N more`, Done shows the most
+    recently finished few; --all shows every card.
+    """
+    return commands.board(inv, svg, watch, owner, labels, every)
 
 
 @cli.command()

@@ -129,26 +129,41 @@ def list_tasks(
     return 0
 
 
-def board(inv: Invocation, svg: str | None = None, watch: bool = False) -> int:
-    """The kanban view; under --json the records by status."""
+def board(
+    inv: Invocation,
+    svg: str | None = None,
+    watch: bool = False,
+    owner: str | None = None,
+    labels: Iterable[str] = (),
+    every: bool = False,
+) -> int:
+    """The kanban view, only the tasks of `owner` and with all `labels` when given;
+    under --json the records by status."""
     if watch and inv.json:
         raise UsageError("--watch redraws the board for people; --json prints it once (poll it to follow changes)")
     if watch and svg:
         raise UsageError("--watch redraws in the terminal and --svg writes one picture; ask for one at a time")
+    labels = tuple(labels)
+    filtered = owner is not None or bool(labels)
+
+    def select(listing: Listing) -> list | None:
+        return inv.board.select(listing, owner=owner, labels=labels) if filtered else None
+
     if inv.json:
         from .views import status_columns
 
         listing = inv.board.listing()
-        inv.data(status_columns(listing.records))
+        chosen = select(listing)
+        inv.data(status_columns(listing.records if chosen is None else chosen))
         damage(inv, listing)
         return 0
     from . import render
 
     if watch:
-        render.watch_board(inv.board, plain=inv.plain())
+        render.watch_board(inv.board, plain=inv.plain(), select=select, every=every)
         return 0
     listing = inv.board.listing()
-    render.show_board(listing, plain=inv.plain(), svg=svg)
+    render.show_board(listing, plain=inv.plain(), svg=svg, records=select(listing), every=every)
     damage(inv, listing)
     return 0
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from . import graph
-from .model import MARKERS, OPEN, STATUSES, Record
+from .model import MARKERS, OPEN, STATUSES, Record, labels_of, priority_of
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
 
 # The state a person cares about: a pending task is either ready or blocked.
 STATES = ("blocked", "ready", "in_progress", "completed", "deleted")
@@ -131,6 +135,115 @@ def adjacency(edges: Iterable[tuple[int, int]]) -> tuple[dict[int, list[int]], d
         down.setdefault(blocker, []).append(dependent)
         up.setdefault(dependent, []).append(blocker)
     return down, up
+
+
+# -- what a person reads about a task beyond its state ------------------------------
+
+STUCK_AFTER = 3  # failed attempts that make a task stuck (DESIGN §7)
+
+
+def epoch(value: Any) -> float | None:
+    """Seconds since the epoch from a number or an ISO time (`...Z`); None if neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        from datetime import datetime, timezone  # only views with times need it
+
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return None
+
+
+def span(seconds: float) -> str:
+    """A duration as a person says it: `40 s`, `4 min`, `3 h`, `2 d`."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 36 * 3600:
+        return f"{round(seconds / 3600)} h"
+    return f"{round(seconds / 86400)} d"
+
+
+def times(count: int) -> str:
+    return "1 time" if count == 1 else f"{count} times"
+
+
+class Notes:
+    """What the views say about one task beyond its state, from the record and its facts:
+    priority, labels, the lease (and whether it went stale), failed attempts, the last
+    gate run, and the trouble words (`stuck`, `lease expired`, ...) that turn it red.
+
+    Facts are what the record does not hold, passed in by the command layer, any of:
+        lease:    {"holder": NAME, "expires": epoch seconds or ISO time}
+        attempts: failed attempts so far;  stuck: bool (else: attempts >= STUCK_AFTER)
+        gate:     {"ok": bool, "exit": int | None, "at": ISO time, "tail": str, "forced": bool}
+        events:   the task's journal events, oldest first (only `get` shows them)
+    """
+
+    def __init__(self, record: Record, fact: Mapping[str, Any] | None, now: float, cyclic: bool = False):
+        fact = fact or {}
+        self.priority = priority_of(record)
+        self.labels = labels_of(record)
+        self.lease: str | None = None  # "held by agent-c, lease expired 4 min ago"
+        self.lease_short: str | None = None  # "lease expired 4 min ago", for a card
+        self.stale = False
+        lease = fact.get("lease")
+        expires = epoch(lease.get("expires")) if isinstance(lease, Mapping) else None
+        if isinstance(lease, Mapping) and expires is not None and record["status"] == "in_progress":
+            holder = str(lease.get("holder") or record["owner"] or "?")
+            self.stale = expires <= now
+            self.lease_short = (
+                f"lease expired {span(now - expires)} ago" if self.stale else f"lease expires in {span(expires - now)}"
+            )
+            self.lease = f"held by {holder}, {self.lease_short}"
+        attempts = fact.get("attempts")
+        self.attempts = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 0
+        open_task = record["status"] in ("pending", "in_progress")
+        self.stuck = open_task and bool(fact.get("stuck", self.attempts >= STUCK_AFTER))
+        gate = fact.get("gate")
+        self.gate: Mapping[str, Any] | None = gate if isinstance(gate, Mapping) else None
+        self.gate_failed = bool(self.gate and not self.gate.get("ok") and open_task)
+        self.troubles: list[str] = []
+        if cyclic:
+            self.troubles.append("in a cycle")
+        if self.stale:
+            self.troubles.append("lease expired")
+        if self.stuck:
+            self.troubles.append("stuck")
+        if self.gate_failed:
+            self.troubles.append("gate failed")
+
+    def gate_result(self, now: float) -> str | None:
+        """`failed (exit 1) 4 min ago`, `passed 2 h ago`, or None when it never ran."""
+        gate = self.gate
+        if gate is None:
+            return None
+        code = gate.get("exit")
+        text = "passed" if gate.get("ok") else "failed" + (f" (exit {code})" if isinstance(code, int) else "")
+        if gate.get("forced"):
+            text += ", completed anyway (forced)"
+        at = epoch(gate.get("at"))
+        return text + (f" {span(now - at)} ago" if at is not None else "")
+
+
+def cyclic_ids(edges: Iterable[tuple[int, int]]) -> set[int]:
+    """The tasks on a cycle (only a damaged or badly merged board has one)."""
+    successors: dict[int, list[int]] = {}
+    for blocker, dependent in edges:
+        successors.setdefault(blocker, []).append(dependent)
+        successors.setdefault(dependent, [])
+    found: set[int] = set()
+    for component in graph.strongly_connected(successors):
+        if len(component) > 1 or component[0] in successors[component[0]]:
+            found.update(component)
+    return found
 
 
 # -- Graphviz DOT ---------------------------------------------------------------------

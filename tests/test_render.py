@@ -13,6 +13,7 @@ import shutil
 import sys
 from collections import deque
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from conftest import Run, tasks_process
@@ -73,13 +74,22 @@ def ansi(renderable, width: int) -> str:
     return out.file.getvalue()
 
 
+SUMMARY_PHRASE = r"\d+ (?:tasks|ready|in progress|blocked|done|deleted|gate failed|in a cycle|lease expired|stuck)\b"
+
+
+def unwrapped(text: str) -> str:
+    """The text with the summary's line breaks (only ever between two phrases) read as ` · `."""
+    return re.sub(rf"\n(?={SUMMARY_PHRASE})", " · ", text)
+
+
 def fits(text: str, width: int) -> bool:
     return all(cell_len(line) <= width for line in text.splitlines())
 
 
 def flat(text: str) -> str:
-    """Text with all runs of whitespace (wrapping included) made one space."""
-    return " ".join(text.split())
+    """Text with all runs of whitespace (wrapping included) made one space; the summary
+    reads as one line however it was broken."""
+    return " ".join(unwrapped(text).split())
 
 
 def expected_state(record: dict, by_id: dict) -> str:
@@ -130,32 +140,41 @@ def expected_columns(records: list[dict]) -> dict[int, str]:
 
 def board_columns(text: str) -> dict[int, str]:
     """Which column each card sits in, read back from a drawn board: side by side
-    (cells between │ or |) or stacked (a `Name (n)` heading, then indented cards)."""
+    (cells between │ or |) or stacked (a `Name (n)` heading, then indented cards). A
+    card starts right under its column's header or after a blank line (the views keep
+    one between cards), so the wrapped tail of `waits on #4, #5,` is never taken for one."""
     lines = text.splitlines()
     found: dict[int, str] = {}
+    card = re.compile(r"(?:\[.\] )?#(\d+)(?: \S|$)")
+
+    def add(task_id: int, column: str | None) -> None:
+        assert task_id not in found, f"#{task_id} drawn twice"
+        found[task_id] = column  # type: ignore[assignment]
+
     header = next((line for line in lines if "Blocked (" in line), "")
     if "Ready (" in header:  # side by side
         names = [re.sub(r" \(\d+\)$", "", cell.strip()) for cell in re.split(r"[│|]", header)[1:-1]]
+        starting = dict.fromkeys(names, True)
         for line in lines[lines.index(header) + 1 :]:
             cells = re.split(r"[│|]", line)[1:-1]
             if len(cells) != len(names):
                 continue
             for name, cell in zip(names, cells, strict=True):
-                match = re.match(r"(?:\[.\] )?#(\d+) \S", cell.strip())
-                if match:
-                    assert int(match.group(1)) not in found, f"#{match.group(1)} drawn twice"
-                    found[int(match.group(1))] = name
+                match = card.match(cell.strip())
+                if match and starting[name]:
+                    add(int(match.group(1)), name)
+                starting[name] = not cell.strip() or set(cell.strip()) <= set("─-+=")
         return found
-    column = None
+    column, starting = None, False
     for line in lines:
         heading = re.fullmatch(r"(Blocked|Ready|In progress|Done) \((\d+)\)\s*", line)
         if heading:
-            column = heading.group(1)
+            column, starting = heading.group(1), True
             continue
-        match = re.match(r"  (?:\[.\] )?#(\d+) \S", line)
-        if match:
-            assert int(match.group(1)) not in found
-            found[int(match.group(1))] = column
+        match = re.match(r"  " + card.pattern, line)
+        if match and starting:
+            add(int(match.group(1)), column)
+        starting = not line.strip()
     return found
 
 
@@ -294,13 +313,20 @@ def test_list_shows_every_task_once_in_order_with_the_summary(sample, width):
     assert expected_summary(listing.records) in flat(text)
 
 
-def test_list_truncates_subjects_at_80_and_uses_wide_terminals(sample):
+def test_list_subjects_run_on_over_empty_cells_and_use_wide_terminals(sample):
     listing = sample.listing()
     chosen = sample.select(listing)
     narrow, wide = draw(render.list_view(chosen, listing), 80), draw(render.list_view(chosen, listing), 160)
     assert "Update the deployment docs for the new variables" in wide
-    assert "Update the deployment docs for the new variables" not in narrow
-    assert re.search(r"#8 .*Update the deploy.*…", narrow)
+    # at 80 the subject column is narrower, but #8 has no owner and no blocker: its subject
+    # runs on over those empty cells, up to its unlocks count
+    row_8 = next(line for line in narrow.splitlines() if re.match(r"\s*#8\s", line))
+    assert "Update the deployment docs for the new variables" in row_8 and row_8.rstrip().endswith("1")
+    # #12 has an owner: its subject stops short of the owner's column
+    row_12 = next(line for line in narrow.splitlines() if re.match(r"\s*#12\s", line))
+    assert re.search(r"Fix \[red\] markup in the .*…\s+bob", row_12)
+    rule = narrow.splitlines()[1]
+    assert set(rule) == {"─"} and len(rule) == max(cell_len(line) for line in narrow.splitlines()[2:13])
     row = next(line for line in wide.splitlines() if re.match(r"\s*#2\s", line))
     assert "in progress" in row and "codex-agent-2" in row
 
@@ -409,7 +435,48 @@ def test_show_board_writes_an_svg_picture(sample, tmp_path, capsys):
     assert err.strip() == expected_summary(sample.listing().records)
     svg = picture.read_text()
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
-    assert "Blocked&#160;(5)" in svg and "#c" in svg.lower()  # coloured even though stdout was plain
+    # the picture is the colour view at SVG_WIDTH, glyph for glyph where the terminal has it
+    assert svg_lines(svg) == [
+        "$ tasks board",
+        "",
+        *without_frames(draw(render.board_view(sample.listing()), render.SVG_WIDTH)),
+    ]
+    fills = set(re.findall(r'<text [^>]*fill="(#[0-9a-f]{6})"', svg))
+    assert len(fills) >= 5  # coloured even though stdout was plain
+    assert svg.count("<path ") >= 3  # the frame is drawn as strokes
+
+
+def without_frames(text: str) -> list[str]:
+    """The lines of a drawn view with box-drawing characters blanked (an SVG draws them as strokes)."""
+    lines = [
+        "".join(" " if "\u2500" <= char <= "\u257f" else char for char in line).rstrip() for line in text.splitlines()
+    ]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def svg_lines(svg: str) -> list[str]:
+    """The text of an SVG from render.svg_picture put back on its character grid, each
+    glyph at the cell its own x and y name: if the picture relied on the font's advances
+    instead, this would not give back the terminal's lines."""
+    root = ElementTree.fromstring(svg)  # also: the document is well-formed XML
+    cells: dict[int, dict[int, str]] = {}
+    for text in root.iter("{http://www.w3.org/2000/svg}text"):
+        xs = [float(x) for x in text.get("x", "").split()]
+        row = (float(text.get("y", "")) - render.SVG_MARGIN - render.SVG_BASELINE) / render.SVG_LINE
+        assert row == int(row) and len(xs) == len(text.text or "")
+        for x, char in zip(xs, text.text or "", strict=True):
+            column = (x - render.SVG_MARGIN) / render.SVG_CELL
+            assert abs(column - round(column)) < 1e-6
+            cells.setdefault(int(row), {})[round(column)] = char
+    lines = []
+    for row in range(max(cells, default=-1) + 1):
+        line = ""
+        for column, char in sorted(cells.get(row, {}).items()):
+            line += " " * (column - cell_len(line)) + char
+        lines.append(line)
+    return lines
 
 
 # -- one task --------------------------------------------------------------------------
@@ -428,7 +495,7 @@ def test_task_panel_shows_every_field_and_its_neighbours(sample, width):
         assert "2026-11-29T19:50:51Z" in text and record["uid"] in text
     record, neighbours = with_neighbours(sample, 12)
     text = flat(draw(render.task_view(record, neighbours), 160))
-    assert "Fix [red] markup in the settings banner" in text and "labels" in text and '["ui", "bug"]' in text
+    assert "Fix [red] markup in the settings banner" in text and "labels ui, bug" in text and "metadata" not in text
     assert "bob" in text
 
 
@@ -512,7 +579,9 @@ def test_graph_cli_formats_and_svg(sample, run, board_dir, tmp_path):
     assert 10 in with_deleted and 10 not in parse_mermaid(run("graph", "--format", "mermaid").stdout)[0]
     picture = tmp_path / "graph.svg"
     run("graph", "--svg", str(picture))
-    assert picture.read_text().startswith("<svg") and "Map&#160;every&#160;caller" in picture.read_text()
+    listing = sample.listing()
+    view = render.graph_view(records, graph.edges(records), listing.lookup)
+    assert svg_lines(picture.read_text())[2:] == without_frames(draw(view, render.SVG_WIDTH))
 
 
 # -- edge cases ------------------------------------------------------------------------
@@ -560,7 +629,7 @@ def test_markup_wide_and_long_subjects_are_shown_as_typed(odd, width):
     panel = flat(draw(render.task_view(record, neighbours), width))
     assert "[blue]eve" in panel.replace(" ", "") or width < 80
     if width == 160:
-        assert "[red]not red[/red] and [/]" in panel and "[bold]x" in panel and '["[ui]"]' in panel
+        assert "[red]not red[/red] and [/]" in panel and "[bold]x" in panel and "labels [ui]" in panel
 
 
 def test_board_card_caps_a_very_long_subject(odd):
@@ -576,8 +645,15 @@ def test_thousand_tasks_every_view(big):
     text = draw(render.list_view(big.select(listing), listing), 80)
     assert [int(m) for m in re.findall(r"^\s*#(\d+)\s", text, re.M)] == [r["id"] for r in live]
     assert expected_summary(records) in flat(text)
-    assert board_columns(draw(render.board_view(listing), 160)) == expected_columns(records)
-    assert board_columns(draw(render.board_view(listing), 40)) == expected_columns(records)
+    for width in (40, 160):
+        assert board_columns(draw(render.board_view(listing, every=True), width)) == expected_columns(records)
+        # without --all, Done shows the most recently finished few and counts the rest
+        collapsed = draw(render.board_view(listing), width)
+        done = sorted((r for r in records if r["status"] == "completed"), key=lambda r: (r["updatedAt"], r["id"]))
+        recent = {r["id"] for r in done[-render.DONE_FEW :]}
+        assert {i for i, column in board_columns(collapsed).items() if column == "Done"} == recent
+        assert f"+{300 - render.DONE_FEW} more" in collapsed and "Done (300)" in collapsed
+        assert f"{300 - render.DONE_FEW} more cards: tasks board --all" in collapsed
     for width in (40,):  # the narrowest is the hard one: deep chains continue as new roots
         tree = draw(render.graph_view(live, graph.edges(live), listing.lookup), width)
         assert fits(tree, width)
@@ -646,7 +722,20 @@ def chain_records(length: int, fan: int = 0) -> list[dict]:
     return records
 
 
+def split_legend(text: str) -> tuple[str, str]:
+    """A drawn graph as (the tree, its legend): the legend is the lines after the tree,
+    the first that starts with no tree guide."""
+    lines = text.splitlines()
+    start = next(i for i in range(1, len(lines) + 1) if i == len(lines) or not re.match(r"[├└│ +`|]", lines[i]))
+    return "\n".join(lines[:start]) + "\n", "\n".join(lines[start:])
+
+
 def graph_text(board: Board, width: int, plain: bool = False) -> str:
+    """The tree of the board's graph, without its legend."""
+    return split_legend(graph_drawn(board, width, plain))[0]
+
+
+def graph_drawn(board: Board, width: int, plain: bool = False) -> str:
     listing = board.listing()
     live = [r for r in listing.records if r["status"] != "deleted"]
     return draw(render.graph_view(live, graph.edges(live), listing.lookup, plain=plain), width, colour=not plain)
@@ -682,7 +771,8 @@ def test_graph_marks_a_repeated_task_before_its_subject(sample, width, plain):
     # #7 waits on #4, #5, #6: drawn once, then marked at each other blocker (unless cut for depth)
     assert repeats.count(7) == 2 or width == 40
     assert {4, 5} <= set(repeats)
-    assert ("^ #N: drawn above" if plain else "↑ #N: drawn above") in text.splitlines()[0]
+    legend = flat(split_legend(graph_drawn(sample, width, plain))[1])
+    assert ("^ #N drawn above" if plain else "↑ #N drawn above") in legend
 
 
 def test_graph_owner_never_pushes_the_subject_out(tmp_path):
@@ -748,7 +838,7 @@ def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width
     text = draw(render.watch_view(big, fit=True), width, height=height)
     lines = text.rstrip("\n").splitlines()
     assert len(lines) <= height and fits(text, width)
-    assert flat(lines[0] + " " + lines[1]).startswith(expected_summary(records_of(big)))
+    assert flat(lines[0] + "\n" + lines[1]).startswith(expected_summary(records_of(big)))
     assert "Ctrl-C to stop" in " ".join(lines[:4])
     drawn = board_columns(text)
     shown_more = [int(n) for n in re.findall(r"\+(\d+) more", text)]
@@ -761,7 +851,8 @@ def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width
     # a board that fits is drawn whole, and a view without fit never caps
     small = draw(render.watch_view(sample, fit=True), 160, height=60)
     assert "more" not in small and board_columns(small) == expected_columns(records_of(sample))
-    assert "more" not in draw(render.watch_view(big), 100, height=height)
+    # without fit only Done is collapsed
+    assert re.findall(r"\+(\d+) more", draw(render.watch_view(big), 100)) == [str(300 - render.DONE_FEW)]
 
 
 def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):
