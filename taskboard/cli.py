@@ -474,6 +474,83 @@ def log(inv: Invocation, task_id, limit):
 # -- running click --------------------------------------------------------------------
 
 
+# -- agent harnesses (issue 13) -------------------------------------------------------
+
+
+@cli.command()
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["anthropic", "openai"]),
+    default="anthropic",
+    show_default=True,
+    help="The model API the definitions are for.",
+)
+@json_option
+@pass_inv
+def schema(inv: Invocation, fmt):
+    """Print the board's tools as a JSON array of tool definitions.
+
+    \b
+      tasks schema                  # [{"name", "description", "input_schema"}, ...]
+      tasks schema --format openai  # [{"type": "function", "function": {...}}, ...]
+    """
+    from . import harness
+
+    return harness.schema(inv, fmt)
+
+
+@cli.command()
+@json_option
+@pass_inv
+def call(inv: Invocation):
+    """Run one tool call read as JSON on stdin; print its result.
+
+    The result is the --json document of the matching command, on stdout; stderr is
+    JSON Lines, an error last, and the exit code is the command line's.
+
+    \b
+      echo '{"name": "task_create", "input": {"subject": "Write parser"}}' | tasks call
+    """
+    from . import harness
+
+    return harness.call(inv)
+
+
+@cli.command()
+@click.argument("harness_name", metavar="HARNESS", type=click.Choice(["claude", "codex"]))
+@json_option
+@pass_inv
+def setup(inv: Invocation, harness_name):
+    """Configure a coding agent to use the board in this repository.
+
+    claude writes .mcp.json (server "tasks": tasks mcp) and a SessionStart hook
+    running tasks prime in .claude/settings.json; codex writes [mcp_servers.tasks]
+    in .codex/config.toml. Entries already there are kept; running it again
+    changes nothing.
+    """
+    from . import harness
+
+    return harness.setup(inv, harness_name)
+
+
+@cli.command()
+@pass_inv
+def mcp(inv: Invocation):
+    """Serve the board to an agent over MCP (stdio); needs pip install 'taskboard[mcp]'.
+
+    The caller is --as NAME, else TASKS_OWNER. The board is each call's board
+    argument, else --dir, else TASKS_DIR, else the nearest .tasks/.
+    """
+    from . import mcp_server
+    from .invocation import env_timeout
+    from .store import DEFAULT_TIMEOUT
+    from .tools import caller_from_env
+
+    timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
+    return mcp_server.serve(inv.board_dir, caller_from_env(inv.caller_flag), timeout)
+
+
 def run(args: list[str], inv: Invocation) -> int:
     """Parse with click and run the command; click's own failures become exit codes,
     the board's (TaskError) propagate to the caller, which reports them."""

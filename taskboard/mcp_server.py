@@ -1,0 +1,109 @@
+"""`tasks mcp`: the board served over MCP (stdio) with the official SDK, `mcp>=2,<3`,
+installed as the extra `taskboard[mcp]`. This is the one module that imports `mcp`,
+and only `tasks mcp` imports it.
+
+The tools are taskboard.tools' table; each call runs in-process (no process start per
+call) through the same core operations, locks and checks as the command line, on a
+worker thread so that a call waiting for the board lock never stalls the server. The
+board is found per call: the call's `board` argument, else the server's --dir or
+TASKS_DIR, else discovery from its working folder. A result is the `--json` document
+as text, followed by the messages the command line prints on stderr (`unblocked`,
+warnings) as JSON lines; an error is a tool error whose text is the command line's
+--json error line, `{"error": {"code", "message", "exit"}}`. Stdout is the protocol's
+wire: nothing else is ever printed there.
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import __version__, tools
+from .errors import TaskError, UsageError
+from .messages import internal_text
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
+
+INSTALL = "pip install 'taskboard[mcp]'"
+INSTRUCTIONS = (
+    "The repository's task board: one JSON file per task in .tasks/, committed with the code, "
+    "shared with other agents and people. Loop: task_claim (no taskId) takes the next ready task; "
+    "do it; task_update status completed (or pending to give it back); repeat until task_claim "
+    "answers not_found."
+)
+
+
+def build(board_dir: str | None = None, caller: str = "", timeout: float | None = None) -> Any:
+    """The server (an `mcp.server.MCPServer`) with the board's tools; the SDK is imported here."""
+    try:
+        import anyio
+        import mcp_types
+        from mcp.server import MCPServer
+    except ImportError:
+        raise UsageError(f"tasks mcp needs the MCP SDK, which is not installed: {INSTALL}") from None
+
+    annotations = {
+        tool.name: mcp_types.ToolAnnotations(
+            read_only_hint=tool.read_only,
+            destructive_hint=tool.destructive if not tool.read_only else None,
+            idempotent_hint=True if tool.read_only else None,
+            open_world_hint=False,
+        )
+        for tool in tools.TOOLS
+    }
+    listed = [
+        mcp_types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=tool.input_schema(),
+            annotations=annotations[tool.name],
+        )
+        for tool in tools.TOOLS
+    ]
+
+    class TaskServer(MCPServer):
+        """MCPServer serving the tool table as it is: its own schemas, its own checks."""
+
+        async def list_tools(self) -> list[Any]:
+            return listed
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            texts, failed = await anyio.to_thread.run_sync(answer, name, arguments, board_dir, caller, timeout)
+            return mcp_types.CallToolResult(
+                content=[mcp_types.TextContent(type="text", text=text) for text in texts], is_error=failed
+            )
+
+    return TaskServer(
+        "tasks", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", warn_on_duplicate_tools=False
+    )
+
+
+def answer(
+    name: Any, arguments: Any, board_dir: str | None, caller: str, timeout: float | None
+) -> tuple[list[str], bool]:
+    """One call's result as texts (the document, then each message as a JSON line) and
+    whether it is an error. Never raises: a bug is an `internal` error, not a dead server."""
+    try:
+        reply = tools.dispatch(name, arguments, board_dir, caller, timeout)
+    except TaskError as exc:
+        return [_json(tools.tool_error(exc))], True
+    except Exception as exc:  # a bug, or the file system failing under us: answer, keep serving
+        error = {"code": "internal", "message": internal_text(exc), "exit": 1}
+        return [_json({"error": error})], True
+    texts = [_json(reply.document)] + [_json({key: value}) for key, value in reply.events]
+    if reply.failure is not None:
+        texts.append(_json(tools.tool_error(reply.failure)))
+    return texts, False
+
+
+def _json(document: Any) -> str:
+    return json.dumps(document, ensure_ascii=False)
+
+
+def serve(board_dir: str | None, caller: str, timeout: float | None) -> int:
+    """Run the stdio server until the client closes its end."""
+    # The SDK serves the wire from a private copy of fd 1 and points fd 1 at stderr,
+    # so nothing printed by mistake can corrupt the protocol.
+    build(board_dir, caller, timeout).run("stdio")
+    return 0

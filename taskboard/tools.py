@@ -1,0 +1,467 @@
+"""The board as tools for agents: a few tool definitions (name, description, JSON
+schema of the input, whether a tool only reads) and one dispatch function that runs a
+call in-process against the Board and returns the `--json` document the command line
+would print, or raises the core's TaskError.
+
+Every harness front end reads this table: `tasks mcp` (taskboard.mcp_server),
+`tasks schema` and `tasks call` (taskboard.harness). Argument names are those of
+Claude Code's own task tools (`taskId`, `subject`, `description`, `status`, `owner`,
+`addBlockedBy`, `addBlocks`, `metadata`). Nothing here imports click, rich or mcp.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .errors import Corrupt, TaskError, UsageError
+from .messages import damage_error, error_document, error_text, outcome_events, permission_text
+from .model import REMOVE, STATUSES, Patch, parse_id
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .board import Board
+    from .outcome import Outcome
+
+MAX_INPUT = 1 << 20  # bytes of one call's arguments as JSON: ample for the largest task, small for a context
+DEFAULT_LIMIT = 50  # tasks in one task_list answer unless the caller asks for more
+MAX_LIMIT = 1000
+# Words people and agents type for a status (DESIGN §7)
+STATUS_WORDS = {"done": "completed", "in-progress": "in_progress", "todo": "pending"}
+LIST_FILTERS = ("ready", "blocked")  # task_list's status also takes these two
+
+
+class Arg:
+    """One argument of a tool: its name, its kind (how a value is checked and
+    converted), its JSON schema, and whether a call must give it."""
+
+    __slots__ = ("description", "kind", "name", "required")
+
+    def __init__(self, name: str, kind: str, description: str, required: bool = False):
+        self.name, self.kind, self.description, self.required = name, kind, description, required
+
+    def schema(self) -> dict[str, Any]:
+        return {**_SCHEMAS[self.kind], "description": self.description}
+
+
+_ID_SCHEMA: dict[str, Any] = {"type": ["integer", "string"]}
+_SCHEMAS: dict[str, dict[str, Any]] = {
+    "id": _ID_SCHEMA,
+    "ids": {"type": "array", "items": _ID_SCHEMA},
+    "text": {"type": "string"},
+    "status": {"type": "string", "enum": list(STATUSES)},
+    "statuses": {
+        "anyOf": [
+            {"type": "string", "enum": [*STATUSES, *LIST_FILTERS]},
+            {"type": "array", "items": {"type": "string", "enum": [*STATUSES, *LIST_FILTERS]}},
+        ]
+    },
+    "bool": {"type": "boolean"},
+    "object": {"type": "object"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+}
+
+
+class Tool:
+    """One tool: what an agent sees (name, description, arguments) and what runs."""
+
+    __slots__ = ("args", "description", "destructive", "name", "read_only", "run")
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        args: list[Arg],
+        run: Callable[[Board, dict[str, Any]], Reply],
+        read_only: bool = False,
+        destructive: bool = False,
+    ):
+        self.name, self.description, self.run = name, description, run
+        self.args = [*args, BOARD_ARG]
+        self.read_only, self.destructive = read_only, destructive
+
+    def input_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {arg.name: arg.schema() for arg in self.args},
+            "required": [arg.name for arg in self.args if arg.required],
+            "additionalProperties": False,
+        }
+
+
+class Reply:
+    """What a call answers: the `--json` document, the messages the command line would
+    print on stderr as (key, value) pairs (warnings, `unblocked`), and, for a listing
+    that met damaged files, the error it ends with after the data (exit 6)."""
+
+    __slots__ = ("document", "events", "failure")
+
+    def __init__(self, document: Any, events: list[tuple[str, Any]] | None = None, failure: TaskError | None = None):
+        self.document, self.events, self.failure = document, events or [], failure
+
+
+# -- the tools ----------------------------------------------------------------------
+
+
+def _outcome_reply(outcome: Outcome) -> Reply:
+    return Reply(outcome.record, [(key, value) for key, value, _human in outcome_events(outcome)])
+
+
+def _create(board: Board, args: dict[str, Any]) -> Reply:
+    return _outcome_reply(
+        board.create(
+            args["subject"],
+            args.get("description", ""),
+            args.get("addBlockedBy", ()),
+            args.get("addBlocks", ()),
+            args.get("owner", ""),
+            _metadata(args),
+        )
+    )
+
+
+def _metadata(args: dict[str, Any]) -> dict | None:
+    """The metadata argument: a key set to null is removed (as in Claude Code's tools)."""
+    metadata = args.get("metadata")
+    return {key: REMOVE if value is None else value for key, value in metadata.items()} if metadata else None
+
+
+def _get(board: Board, args: dict[str, Any]) -> Reply:
+    return _outcome_reply(board.get(args["taskId"]))
+
+
+def _list(board: Board, args: dict[str, Any]) -> Reply:
+    words = args.get("status", [])
+    statuses = [word for word in words if word not in LIST_FILTERS]
+    ready, blocked = "ready" in words, "blocked" in words
+    from .board import check_filters
+
+    check_filters(ready, blocked)
+    listing = board.listing()
+    chosen = board.select(listing, statuses, args.get("owner"), ready, blocked)
+    limit = args.get("limit", DEFAULT_LIMIT)
+    events: list[tuple[str, Any]] = [(key, value) for key, value, _human in outcome_events(_notes(listing.notes))]
+    failure = None
+    if listing.damaged:
+        events += [("warning", error_text(exc)) for exc in listing.damaged[:-1]]
+        failure = damage_error(listing.damaged)
+    return Reply({"tasks": chosen[:limit], "total": len(chosen)}, events, failure)
+
+
+def _notes(notes: list) -> Outcome:
+    from .outcome import Outcome
+
+    outcome = Outcome()
+    outcome.notes = notes
+    return outcome
+
+
+def _update(board: Board, args: dict[str, Any]) -> Reply:
+    patch = Patch(
+        subject=args.get("subject"),
+        description=args.get("description"),
+        status=args.get("status"),
+        owner=args.get("owner"),
+        metadata=_metadata(args),
+        add_blocked_by=args.get("addBlockedBy", ()),
+        add_blocks=args.get("addBlocks", ()),
+        remove_blocked_by=args.get("removeBlockedBy", ()),
+        remove_blocks=args.get("removeBlocks", ()),
+    )
+    return _outcome_reply(board.update(args["taskId"], patch, force=args.get("force", False)))
+
+
+def _claim(board: Board, args: dict[str, Any]) -> Reply:
+    owner = args.get("owner") or board.caller
+    return _outcome_reply(board.claim(args.get("taskId"), owner))
+
+
+TASK_ID = Arg("taskId", "id", 'The task\'s id: 7, "7" or "#7".', required=True)
+BOARD_ARG = Arg("board", "text", "The board folder (.tasks); default: the server's board.")
+_EDGES = [
+    Arg("addBlockedBy", "ids", "Tasks that must be completed before this one can start."),
+    Arg("addBlocks", "ids", "Tasks that cannot start until this one is completed."),
+]
+_METADATA = Arg("metadata", "object", "Keys to merge into the task's metadata; a key set to null is removed.")
+
+TOOLS = [
+    Tool(
+        "task_create",
+        "Create a pending task on the repository's task board; returns the new task record.",
+        [
+            Arg("subject", "text", 'A short imperative title, one line (e.g. "Write parser").', required=True),
+            Arg("description", "text", "What to do and what done means."),
+            Arg("owner", "text", "Reserve the task for this agent."),
+            *_EDGES,
+            _METADATA,
+        ],
+        _create,
+    ),
+    Tool(
+        "task_get",
+        "Read one task: subject, description, status, owner, blockedBy, blocks, metadata.",
+        [TASK_ID],
+        _get,
+        read_only=True,
+    ),
+    Tool(
+        "task_list",
+        f"List tasks in ascending id order (deleted ones only if asked), at most `limit` (default {DEFAULT_LIMIT}); "
+        'returns {"tasks": [...], "total": N}. status "ready" = can start now.',
+        [
+            Arg("status", "statuses", "Only tasks with this status (or any of these); also ready or blocked."),
+            Arg("owner", "text", "Only tasks this owner holds."),
+            Arg("limit", "limit", f"At most this many tasks (default {DEFAULT_LIMIT})."),
+        ],
+        _list,
+        read_only=True,
+    ),
+    Tool(
+        "task_update",
+        "Change a task; every given field applies as one change, or none does. status completed unblocks "
+        "its dependents; deleted removes the task and its edges. Returns the task record.",
+        [
+            TASK_ID,
+            Arg("subject", "text", "New title."),
+            Arg("description", "text", "New description."),
+            Arg("status", "status", "New status (a task with open blockers cannot start or complete)."),
+            Arg("owner", "text", 'New owner ("" clears it).'),
+            *_EDGES,
+            Arg("removeBlockedBy", "ids", "Tasks that no longer block this one."),
+            Arg("removeBlocks", "ids", "Tasks this one no longer blocks."),
+            _METADATA,
+            Arg("force", "bool", "Override another owner's hold on an in-progress task."),
+        ],
+        _update,
+        destructive=True,
+    ),
+    Tool(
+        "task_claim",
+        "Atomically take a task and set it in_progress for you: taskId, or without it the lowest-id ready "
+        "task nobody else holds. Of agents racing for one task exactly one wins. Returns the task record.",
+        [
+            Arg("taskId", "id", 'The task\'s id: 7, "7" or "#7"; omit it for the next ready task.'),
+            Arg("owner", "text", "Who takes it (default: the caller the server runs as)."),
+        ],
+        _claim,
+    ),
+]
+BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+# -- schemas for harnesses ----------------------------------------------------------
+
+
+def definitions(fmt: str = "anthropic") -> list[dict[str, Any]]:
+    """The tools as a JSON array of definitions in a model API's format."""
+    if fmt == "anthropic":
+        return [
+            {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema()} for tool in TOOLS
+        ]
+    if fmt == "openai":
+        return [
+            {
+                "type": "function",
+                "function": {"name": tool.name, "description": tool.description, "parameters": tool.input_schema()},
+            }
+            for tool in TOOLS
+        ]
+    raise UsageError(f"unknown schema format {fmt!r}; use anthropic or openai")
+
+
+# -- one call -----------------------------------------------------------------------
+
+
+def dispatch(
+    name: Any,
+    arguments: Any,
+    board_dir: str | None = None,
+    caller: str = "",
+    timeout: float | None = None,
+) -> Reply:
+    """Run one tool call against the board: the board given in the call, else
+    `board_dir`, else TASKS_DIR, else the one found from the working folder. Raises
+    TaskError (a usage error for an unknown tool or bad arguments)."""
+    tool = find_tool(name)
+    args = check_arguments(tool, arguments)
+    board = open_board(args.pop("board", None) or board_dir, caller, timeout)
+    try:
+        return tool.run(board, args)
+    except PermissionError as exc:  # a board this user may not read or write: name it, it is no bug
+        raise Corrupt(permission_text(exc), exc.filename or "", "permission") from None
+
+
+def find_tool(name: Any) -> Tool:
+    if not isinstance(name, str) or name not in BY_NAME:
+        shown = repr(name) if isinstance(name, str) else f"a {_json_type(name)}"
+        raise UsageError(f"unknown tool {shown[:80]}; the tools are {', '.join(BY_NAME)}")
+    return BY_NAME[name]
+
+
+def open_board(board_dir: str | None, caller: str, timeout: float | None) -> Board:
+    from .board import Board
+    from .store import DEFAULT_TIMEOUT, Store, find_board
+
+    try:
+        root = find_board(board_dir)
+    except FileNotFoundError:  # the working folder itself was removed
+        raise UsageError("the working folder no longer exists; name the board folder (board, or --dir)") from None
+    return Board(Store(root, DEFAULT_TIMEOUT if timeout is None else timeout), caller)
+
+
+def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
+    """The call's arguments checked against the tool and converted (ids to integers,
+    status words to statuses); anything else is a usage error naming the argument."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise UsageError(f"{tool.name} takes its arguments as a JSON object, not a {_json_type(arguments)}")
+    try:
+        size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError):
+        raise UsageError(f"{tool.name}: the arguments are not JSON data") from None
+    if size > MAX_INPUT:
+        raise UsageError(f"{tool.name}: the arguments are {size} bytes of JSON; at most {MAX_INPUT} are allowed")
+    known = {arg.name: arg for arg in tool.args}
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise UsageError(
+            f"{tool.name} has no argument {', '.join(map(repr, unknown))[:200]}; it takes {', '.join(known)}"
+        )
+    checked = {}
+    for arg in tool.args:
+        value = arguments.get(arg.name)
+        if value is None:
+            if arg.required:
+                raise UsageError(f"{tool.name} needs {arg.name}: {arg.description}")
+            continue
+        checked[arg.name] = _CONVERT[arg.kind](arg.name, value)
+    return checked
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _wrong(name: str, wanted: str, value: Any) -> UsageError:
+    shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float)) else f"a {_json_type(value)}"
+    return UsageError(f"{name} must be {wanted}, not {shown[:80]}")
+
+
+def _task_id(name: str, value: Any) -> int:
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        try:
+            return parse_id(str(value))
+        except UsageError:
+            pass
+    raise _wrong(name, 'a task id (7, "7" or "#7")', value)
+
+
+def _task_ids(name: str, value: Any) -> list[int]:
+    if not isinstance(value, list):
+        return [_task_id(name, value)]  # one id where a list was asked for: what was meant is plain
+    return [_task_id(f"{name}[{index}]", item) for index, item in enumerate(value)]
+
+
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _wrong(name, "a string", value)
+    return value
+
+
+def _status(name: str, value: Any) -> str:
+    if isinstance(value, str) and (value in STATUSES or value in STATUS_WORDS):
+        return STATUS_WORDS.get(value, value)
+    raise _wrong(name, f"one of {', '.join(STATUSES)}", value)
+
+
+def _statuses(name: str, value: Any) -> list[str]:
+    words = value if isinstance(value, list) else [value]
+    wanted = []
+    for word in words:
+        if isinstance(word, str) and word in LIST_FILTERS:
+            wanted.append(word)
+        elif isinstance(word, str) and (word in STATUSES or word in STATUS_WORDS):
+            wanted.append(STATUS_WORDS.get(word, word))
+        else:
+            raise _wrong(name, f"one or a list of {', '.join([*STATUSES, *LIST_FILTERS])}", word)
+    return wanted
+
+
+def _bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _wrong(name, "true or false", value)
+    return value
+
+
+def _object(name: str, value: Any) -> dict:
+    if isinstance(value, str):  # some clients send an object as its JSON text
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise _wrong(name, "a JSON object", value) from None
+    if not isinstance(value, dict):
+        raise _wrong(name, "a JSON object", value)
+    return value
+
+
+def _limit(name: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_LIMIT:
+        return value
+    raise _wrong(name, f"a whole number from 1 to {MAX_LIMIT}", value)
+
+
+_CONVERT: dict[str, Callable[[str, Any], Any]] = {
+    "id": _task_id,
+    "ids": _task_ids,
+    "text": _text,
+    "status": _status,
+    "statuses": _statuses,
+    "bool": _bool,
+    "object": _object,
+    "limit": _limit,
+}
+
+
+# -- how tools word errors ----------------------------------------------------------
+
+# The core's errors whose command-line wording names a flag: said in the tools' words.
+_TOOL_WORDING: dict[str, Callable[[TaskError], str]] = {
+    "held": lambda e: f"{e.message} (pass force: true to override)",
+    "owner-needed": lambda e: (
+        "claiming needs an owner: pass owner, or name the caller (TASKS_OWNER, or tasks --as NAME)"
+    ),
+    "add-and-remove": lambda e: (
+        f"add{e.data['key'][0].upper()}{e.data['key'][1:]} and remove{e.data['key'][0].upper()}{e.data['key'][1:]} "
+        f"both name {', '.join(f'#{i}' for i in e.data['ids'])}; say one"
+    ),
+    "delete-with-edges": lambda e: "status deleted removes every edge of the task; leave out the edge arguments",
+    "ready-and-blocked": lambda e: "ready and blocked exclude each other; ask for one",
+    "busy": lambda e: f"{e.message}; try again",
+}
+
+
+def error_message(exc: TaskError) -> str:
+    wording = _TOOL_WORDING.get(exc.reason)
+    return wording(exc) if wording else error_text(exc)
+
+
+def tool_error(exc: TaskError) -> dict[str, Any]:
+    """`{"error": {"code", "message", "exit"}}`: the command line's --json error line,
+    worded for a tool's caller."""
+    return {"error": {**error_document(exc), "message": error_message(exc)}}
+
+
+def caller_from_env(flag: str | None) -> str:
+    """Who is calling: `--as`, else TASKS_OWNER, else nobody (a person, trusted)."""
+    return flag if flag is not None else os.environ.get("TASKS_OWNER", "")
