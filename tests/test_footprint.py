@@ -310,3 +310,15 @@ def test_hot_commands_never_read_the_journal(tmp_path, small_board, args):
     assert read_shards == []
     if args[0] == "claim":  # the claim was journaled: its shard was opened, for writing only
         assert [writing for path, writing in result["opened"] if path.endswith(".jsonl")] == [True]
+
+
+@pytest.mark.parametrize("args", [*LOCK_FREE, *LOCKING_JSON, ("schema",), ("get", "1")], ids=" ".join)
+def test_only_tasks_mcp_imports_the_mcp_sdk(tmp_path, small_board, args):
+    result = footprint(tmp_path, small_board, *args)
+    assert not [name for name in result["modules"] if name.split(".")[0] in ("mcp", "mcp_types", "pydantic")], args
+
+
+def test_the_probe_sees_the_mcp_sdk_where_it_is_used(tmp_path, small_board):
+    result = footprint(tmp_path, small_board, "mcp")  # stdin is empty: the server starts and ends at once
+    assert result["exit"] == 0, result["stderr"]
+    assert "mcp.server" in result["modules"]

@@ -1,0 +1,419 @@
+"""The board as agent tools, without the MCP SDK: the tool table and its dispatch
+(in-process, against real boards in tmp_path), `tasks schema`, and `tasks call` as a
+real subprocess. The same table serves `tasks mcp` (tests/test_mcp.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from invariants import assert_sound, snapshot
+
+from taskboard import tools
+from taskboard.errors import NotFound, Refused, TaskError, UsageError
+
+CLAUDE_CODE_ARGS = {"taskId", "subject", "description", "status", "owner", "addBlockedBy", "addBlocks", "metadata"}
+
+
+def call(board_dir, name, arguments=None, caller=""):
+    return tools.dispatch(name, arguments if arguments is not None else {}, str(board_dir), caller)
+
+
+def tasks_call(board_dir, payload, *flags, env=None, cwd=None):
+    """`tasks [FLAGS] call` as a real process, the payload (text or JSON data) on stdin."""
+    text = payload if isinstance(payload, (str, bytes)) else json.dumps(payload)
+    data = text if isinstance(text, bytes) else text.encode()
+    full_env = {key: value for key, value in os.environ.items() if not key.startswith("TASKS_")}
+    full_env.update(env or {})
+    args = [sys.executable, "-m", "taskboard", *(["--dir", str(board_dir)] if board_dir else []), *flags, "call"]
+    return subprocess.run(args, input=data, capture_output=True, env=full_env, cwd=cwd, timeout=60)
+
+
+def stderr_lines(done) -> list[dict]:
+    return [json.loads(line) for line in done.stderr.decode().splitlines()]
+
+
+# -- the table ----------------------------------------------------------------------
+
+
+def test_at_most_eight_tools_named_as_the_contract_says():
+    names = [tool.name for tool in tools.TOOLS]
+    assert len(names) <= 8
+    assert {"task_create", "task_get", "task_list", "task_update", "task_claim"} <= set(names)
+    assert all(name.startswith("task_") for name in names)
+
+
+def test_argument_names_are_claude_codes():
+    update = tools.BY_NAME["task_update"].input_schema()["properties"]
+    assert set(update) >= CLAUDE_CODE_ARGS
+    create = tools.BY_NAME["task_create"].input_schema()
+    assert create["required"] == ["subject"]
+    assert tools.BY_NAME["task_get"].input_schema()["required"] == ["taskId"]
+
+
+def test_only_get_and_list_are_read_only():
+    assert sorted(tool.name for tool in tools.TOOLS if tool.read_only) == ["task_get", "task_list"]
+    assert tools.BY_NAME["task_update"].destructive  # it can delete a task
+
+
+@pytest.mark.parametrize("tool", tools.TOOLS, ids=lambda tool: tool.name)
+def test_every_schema_is_a_closed_object_with_described_arguments(tool):
+    schema = tool.input_schema()
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert set(schema["required"]) <= set(schema["properties"])
+    for name, prop in schema["properties"].items():
+        assert prop["description"].strip(), (tool.name, name)
+    assert tool.description.strip()
+
+
+# -- ids, three spellings -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("spelling", [1, "1", "#1", " #1 "])
+def test_an_id_may_be_a_number_a_string_or_hash_number(board_dir, spelling):
+    call(board_dir, "task_create", {"subject": "Write parser"})
+    assert call(board_dir, "task_get", {"taskId": spelling}).document["id"] == 1
+    assert call(board_dir, "task_create", {"subject": "Next", "addBlockedBy": [spelling]}).document["blockedBy"] == [1]
+
+
+# -- the documents are the command line's -------------------------------------------
+
+
+def test_results_are_the_json_documents_of_the_command_line(run, board_dir):
+    created = call(board_dir, "task_create", {"subject": "Write parser", "description": "a\nb", "metadata": {"k": 1}})
+    assert created.document == run.json("get", "1") == run.record(1)
+    second = call(board_dir, "task_create", {"subject": "Tests", "addBlockedBy": ["1"], "owner": "bob"})
+    assert second.document == run.record(2)
+    assert call(board_dir, "task_get", {"taskId": 2}).document == run.json("get", "2")
+    listed = call(board_dir, "task_list").document
+    assert listed == {"tasks": run.json("list"), "total": 2}
+
+
+def test_completing_reports_the_tasks_it_set_free(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_create", {"subject": "B", "addBlockedBy": [1]})
+    done = call(board_dir, "task_update", {"taskId": 1, "status": "completed"})
+    assert done.document["status"] == "completed"
+    assert done.events == [("unblocked", [2])]
+    assert call(board_dir, "task_list", {"status": "ready"}).document["total"] == 1
+
+
+def test_status_words_people_type_are_accepted(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    assert call(board_dir, "task_update", {"taskId": 1, "status": "in-progress"}).document["status"] == "in_progress"
+    assert call(board_dir, "task_update", {"taskId": 1, "status": "done"}).document["status"] == "completed"
+    assert call(board_dir, "task_update", {"taskId": 1, "status": "todo"}).document["status"] == "pending"
+    assert call(board_dir, "task_list", {"status": ["todo"]}).document["total"] == 1
+
+
+def test_metadata_merges_and_null_removes_a_key(board_dir, run):
+    call(board_dir, "task_create", {"subject": "A", "metadata": {"keep": 1, "drop": "x", "gone": None}})
+    assert run.record(1)["metadata"] == {"keep": 1, "drop": "x"}
+    updated = call(board_dir, "task_update", {"taskId": 1, "metadata": {"drop": None, "new": [1, 2]}})
+    assert updated.document["metadata"] == {"keep": 1, "new": [1, 2]} == run.record(1)["metadata"]
+
+
+def test_deleting_through_update_removes_the_edges(board_dir, run):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_create", {"subject": "B", "addBlockedBy": [1]})
+    deleted = call(board_dir, "task_update", {"taskId": 1, "status": "deleted"})
+    assert deleted.document["status"] == "deleted" and deleted.events == [("unblocked", [2])]
+    assert run.record(2)["blockedBy"] == []
+    assert call(board_dir, "task_list").document["total"] == 1
+    assert call(board_dir, "task_list", {"status": "deleted"}).document["total"] == 1
+
+
+def test_lists_are_bounded_and_say_the_total(board_dir):
+    for n in range(tools.DEFAULT_LIMIT + 7):
+        call(board_dir, "task_create", {"subject": f"task {n}"})
+    listed = call(board_dir, "task_list").document
+    assert len(listed["tasks"]) == tools.DEFAULT_LIMIT and listed["total"] == tools.DEFAULT_LIMIT + 7
+    assert [task["id"] for task in listed["tasks"]] == list(range(1, tools.DEFAULT_LIMIT + 1))
+    few = call(board_dir, "task_list", {"limit": 3, "status": ["pending", "in_progress"]}).document
+    assert [task["id"] for task in few["tasks"]] == [1, 2, 3] and few["total"] == tools.DEFAULT_LIMIT + 7
+
+
+def test_list_filters_by_owner_and_blocked(board_dir):
+    call(board_dir, "task_create", {"subject": "A", "owner": "bob"})
+    call(board_dir, "task_create", {"subject": "B", "addBlockedBy": [1]})
+    assert [t["id"] for t in call(board_dir, "task_list", {"owner": "bob"}).document["tasks"]] == [1]
+    assert [t["id"] for t in call(board_dir, "task_list", {"status": "blocked"}).document["tasks"]] == [2]
+
+
+# -- who calls ----------------------------------------------------------------------
+
+
+def test_claim_takes_the_next_ready_task_for_the_caller(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_create", {"subject": "B"})
+    first = call(board_dir, "task_claim", caller="agent-1").document
+    assert (first["id"], first["status"], first["owner"]) == (1, "in_progress", "agent-1")
+    assert call(board_dir, "task_claim", caller="agent-2").document["id"] == 2
+    with pytest.raises(NotFound):
+        call(board_dir, "task_claim", caller="agent-3")
+    with pytest.raises(Refused, match="held by agent-1"):
+        call(board_dir, "task_claim", {"taskId": 1}, caller="agent-2")
+    assert call(board_dir, "task_claim", {"taskId": "#1"}, caller="agent-1").document["owner"] == "agent-1"
+
+
+def test_a_named_caller_cannot_take_over_unless_forced(board_dir, run):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_claim", caller="agent-1")
+    with pytest.raises(Refused) as refused:
+        call(board_dir, "task_update", {"taskId": 1, "status": "completed"}, caller="agent-2")
+    assert tools.tool_error(refused.value)["error"] == {
+        "code": "refused",
+        "message": "#1 is in progress and held by agent-1; you are agent-2 (pass force: true to override)",
+        "exit": 4,
+    }
+    forced = call(board_dir, "task_update", {"taskId": 1, "status": "completed", "force": True}, caller="agent-2")
+    assert forced.document["status"] == "completed" == run.record(1)["status"]
+
+
+def test_claim_without_anyone_named_is_a_usage_error(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    with pytest.raises(UsageError) as error:
+        call(board_dir, "task_claim")
+    assert "pass owner" in tools.error_message(error.value)
+    assert call(board_dir, "task_claim", {"owner": "carol"}).document["owner"] == "carol"
+
+
+# -- where the board is -------------------------------------------------------------
+
+
+def test_the_board_argument_picks_the_board_per_call(tmp_path, board_dir):
+    other = tmp_path / "elsewhere" / ".tasks"
+    call(board_dir, "task_create", {"subject": "here"})
+    made = tools.dispatch("task_create", {"subject": "there", "board": str(other)}, str(board_dir))
+    assert made.document["id"] == 1
+    assert assert_sound(other)[1]["subject"] == "there"
+    assert assert_sound(board_dir)[1]["subject"] == "here"
+
+
+def test_without_a_board_the_working_folder_decides(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    (project / ".tasks").mkdir(parents=True)
+    (project / "src").mkdir()
+    monkeypatch.chdir(project / "src")
+    tools.dispatch("task_create", {"subject": "found"}, None)
+    assert assert_sound(project / ".tasks")[1]["subject"] == "found"
+
+
+def test_a_board_that_vanishes_answers_with_errors(tmp_path, board_dir, monkeypatch):
+    call(board_dir, "task_create", {"subject": "A"})
+    for path in sorted(board_dir.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    board_dir.rmdir()
+    with pytest.raises(NotFound):
+        call(board_dir, "task_get", {"taskId": 1})
+    assert call(board_dir, "task_list").document == {"tasks": [], "total": 0}
+    with pytest.raises(NotFound):
+        call(board_dir, "task_update", {"taskId": 1, "status": "completed"})
+    assert not board_dir.exists()  # a failed call created nothing
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # the working folder itself disappears
+    with pytest.raises(UsageError, match="working folder no longer exists"):
+        tools.dispatch("task_list", {}, None)
+
+
+# -- bad input ----------------------------------------------------------------------
+
+BAD_CALLS = [
+    ("task_nope", {}, "unknown tool 'task_nope'"),
+    ("task_get", [], "takes its arguments as a JSON object, not a array"),
+    ("task_get", {}, "task_get needs taskId"),
+    ("task_get", {"taskId": True}, "taskId must be a task id"),
+    ("task_get", {"taskId": 0}, "taskId must be a task id"),
+    ("task_get", {"taskId": -3}, "not -3"),
+    ("task_get", {"taskId": 1.5}, "not 1.5"),
+    ("task_get", {"taskId": "seven"}, 'not "seven"'),
+    ("task_get", {"taskId": [1]}, "not a array"),
+    ("task_get", {"taskId": 2**64}, "taskId must be a task id"),
+    ("task_get", {"taskId": 1, "verbose": True}, "task_get has no argument 'verbose'; it takes taskId, board"),
+    ("task_create", {}, "task_create needs subject"),
+    ("task_create", {"subject": 5}, "subject must be a string, not 5"),
+    ("task_create", {"subject": ""}, "the subject is empty"),
+    ("task_create", {"subject": "a\nb"}, "control character"),
+    ("task_create", {"subject": "x" * 501}, "at most 500"),
+    ("task_create", {"subject": "A", "description": "d" * 70000}, "at most 65536"),
+    ("task_create", {"subject": "A", "description": "d" * (tools.MAX_INPUT + 1)}, "bytes of JSON; at most"),
+    ("task_create", {"subject": "A", "metadata": [1]}, "metadata must be a JSON object"),
+    ("task_create", {"subject": "A", "metadata": "nope"}, "metadata must be a JSON object"),
+    ("task_create", {"subject": "A", "addBlockedBy": ["x"]}, "addBlockedBy[0] must be a task id"),
+    ("task_create", {"subject": "A", "addBlockedBy": [9]}, "no task #9"),
+    ("task_create", {"subject": "A", "owner": " bob"}, "surrounding spaces"),
+    ("task_update", {"taskId": 1, "status": "bogus"}, "status must be one of pending"),
+    ("task_update", {"taskId": 1, "force": "yes"}, "force must be true or false"),
+    ("task_update", {"taskId": 1, "addBlocks": [2], "removeBlocks": [2]}, "addBlocks and removeBlocks both name #2"),
+    ("task_update", {"taskId": 1, "status": "deleted", "addBlocks": [2]}, "leave out the edge arguments"),
+    ("task_update", {"taskId": 9}, "no task #9"),
+    ("task_update", {"taskId": 1, "addBlockedBy": [1]}, "cycle #1 → #1"),
+    ("task_list", {"limit": 0}, "limit must be a whole number from 1 to"),
+    ("task_list", {"limit": "5"}, "limit must be a whole number"),
+    ("task_list", {"status": ["ready", "blocked"]}, "ready and blocked exclude each other"),
+    ("task_list", {"status": "someday"}, "status must be one or a list of"),
+    ("task_claim", {"taskId": 9}, "no task #9"),
+]
+
+
+@pytest.mark.parametrize(("name", "arguments", "message"), BAD_CALLS, ids=lambda x: str(x)[:40])
+def test_bad_calls_are_clear_errors_that_change_nothing(board_dir, name, arguments, message):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_create", {"subject": "B", "addBlockedBy": [1]})
+    before = snapshot(board_dir)
+    with pytest.raises(TaskError) as error:
+        tools.dispatch(name, arguments, str(board_dir), "agent-1")
+    assert message in tools.error_message(error.value)
+    assert snapshot(board_dir) == before
+
+
+def test_deeply_nested_metadata_is_refused(board_dir):
+    nested: list = []
+    for _ in range(150):
+        nested = [nested]
+    with pytest.raises(UsageError, match="nested too deeply"):
+        call(board_dir, "task_create", {"subject": "A", "metadata": {"deep": nested}})
+
+
+# -- tasks schema -------------------------------------------------------------------
+
+
+def test_schema_prints_anthropic_tool_definitions(run):
+    printed = json.loads(run("schema").stdout)
+    assert printed == tools.definitions("anthropic")
+    assert [item["name"] for item in printed] == [tool.name for tool in tools.TOOLS]
+    for item in printed:
+        assert set(item) == {"name", "description", "input_schema"}
+
+
+def test_schema_prints_openai_function_definitions(run):
+    printed = json.loads(run("schema", "--format", "openai").stdout)
+    anthropic = tools.definitions("anthropic")
+    assert len(printed) == len(anthropic)
+    for item, same in zip(printed, anthropic, strict=True):
+        assert set(item) == {"type", "function"} and item["type"] == "function"
+        assert item["function"] == {
+            "name": same["name"],
+            "description": same["description"],
+            "parameters": same["input_schema"],
+        }
+
+
+def test_schema_refuses_an_unknown_format(run):
+    result = run("schema", "--format", "gemini", "--json", expect=2)
+    assert json.loads(result.stderr.splitlines()[-1])["error"]["code"] == "usage"
+
+
+# -- tasks call ---------------------------------------------------------------------
+
+
+def test_call_prints_the_document_and_exits_0(board_dir):
+    done = tasks_call(board_dir, {"name": "task_create", "input": {"subject": "Write parser"}})
+    assert done.returncode == 0, done.stderr
+    created = json.loads(done.stdout)
+    assert created == assert_sound(board_dir)[1]
+    assert done.stderr == b""
+
+
+def test_call_reports_what_a_change_set_free_on_stderr(board_dir):
+    tasks_call(board_dir, {"name": "task_create", "input": {"subject": "A"}})
+    tasks_call(board_dir, {"name": "task_create", "input": {"subject": "B", "addBlockedBy": [1]}})
+    done = tasks_call(board_dir, {"name": "task_update", "input": {"taskId": "1", "status": "completed"}})
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["status"] == "completed"
+    assert stderr_lines(done) == [{"unblocked": [2]}]
+
+
+@pytest.mark.parametrize(
+    ("payload", "code", "message"),
+    [
+        ({"name": "task_get", "input": {"taskId": 42}}, 3, "no task #42"),
+        ({"name": "task_nope", "input": {}}, 2, "unknown tool 'task_nope'"),
+        ({"name": "task_get", "input": {"taskId": "x"}}, 2, "taskId must be a task id"),
+        ({"name": "task_get"}, 2, "task_get needs taskId"),
+        ({"input": {}}, 2, '{"name": TOOL, "input": {ARGUMENTS}}'),
+        ({"name": "task_get", "input": {"taskId": 1}, "id": "x"}, 2, "unknown keys 'id'"),
+        ([1, 2], 2, "must be a JSON object"),
+        ("{not json", 2, "is not JSON"),
+        ("", 2, "is not JSON"),
+        (b"\xff\xfe", 2, "not valid UTF-8"),
+        ({"name": "task_update", "input": {"taskId": 1, "addBlockedBy": [1]}}, 4, "cycle #1 → #1"),
+    ],
+    ids=lambda x: str(x)[:30],
+)
+def test_a_failed_call_exits_with_the_command_lines_code_and_error_line(board_dir, payload, code, message):
+    tasks_call(board_dir, {"name": "task_create", "input": {"subject": "A"}})
+    before = snapshot(board_dir)
+    done = tasks_call(board_dir, payload)
+    assert done.returncode == code, done.stderr
+    assert done.stdout == b""
+    error = stderr_lines(done)[-1]["error"]
+    assert error["exit"] == code and message in error["message"]
+    assert error["code"] == {2: "usage", 3: "not_found", 4: "refused"}[code]
+    assert snapshot(board_dir) == before
+
+
+def test_call_refuses_a_huge_payload(board_dir):
+    done = tasks_call(
+        board_dir, json.dumps({"name": "task_create", "input": {"subject": "A", "description": "x" * (3 << 20)}})
+    )
+    assert done.returncode == 2
+    assert "longer than" in stderr_lines(done)[-1]["error"]["message"]
+    assert not board_dir.exists()
+
+
+def test_call_knows_the_caller_from_as_and_tasks_owner(board_dir):
+    tasks_call(board_dir, {"name": "task_create", "input": {"subject": "A"}})
+    tasks_call(board_dir, {"name": "task_create", "input": {"subject": "B"}})
+    by_env = tasks_call(board_dir, {"name": "task_claim"}, env={"TASKS_OWNER": "agent-env"})
+    assert json.loads(by_env.stdout)["owner"] == "agent-env"
+    by_flag = tasks_call(board_dir, {"name": "task_claim"}, "--as", "agent-flag", env={"TASKS_OWNER": "agent-env"})
+    assert json.loads(by_flag.stdout)["owner"] == "agent-flag"
+    refused = tasks_call(board_dir, {"name": "task_update", "input": {"taskId": 1, "status": "pending"}}, "--as", "x")
+    assert refused.returncode == 4
+
+
+def test_call_on_a_damaged_board_shows_the_rest_and_exits_6(board_dir):
+    for subject in ("A", "B"):
+        tasks_call(board_dir, {"name": "task_create", "input": {"subject": subject}})
+    (board_dir / "task_1.json").write_text("{broken")
+    done = tasks_call(board_dir, {"name": "task_list"})
+    assert done.returncode == 6
+    assert [task["id"] for task in json.loads(done.stdout)["tasks"]] == [2]
+    error = stderr_lines(done)[-1]["error"]
+    assert error["code"] == "corrupt" and "task_1.json" in error["message"]
+
+
+LOADED = r"""
+import io, json, sys
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[2].encode()))
+from taskboard.app import main
+code = main(sys.argv[3:])
+with open(sys.argv[1], "w") as out:
+    json.dump({"exit": code, "modules": sorted(sys.modules)}, out)
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("call",), ("schema",), ("schema", "--format", "openai"), ("setup", "claude"), ("setup", "codex")],
+    ids=" ".join,
+)
+def test_schema_call_and_setup_never_import_the_mcp_sdk(tmp_path, board_dir, args):
+    report = tmp_path / "report.json"
+    payload = json.dumps({"name": "task_create", "input": {"subject": "A"}})
+    subprocess.run(
+        [sys.executable, "-c", LOADED, str(report), payload, "--dir", str(board_dir), *args],
+        cwd=tmp_path,
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+    result = json.loads(report.read_text())
+    assert result["exit"] == 0
+    assert not [name for name in result["modules"] if name.split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio")]
