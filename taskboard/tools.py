@@ -16,7 +16,7 @@ import os
 
 from .errors import Corrupt, TaskError, UsageError
 from .messages import damage_error, error_document, error_text, outcome_events, permission_text
-from .model import REMOVE, STATUSES, Patch, parse_id
+from .model import PRIORITIES, REMOVE, STATES_TO_FILTER, STATUS_WORDS, STATUSES, Patch, parse_id
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -29,9 +29,7 @@ if TYPE_CHECKING:
 MAX_INPUT = 1 << 20  # bytes of one call's arguments as JSON: ample for the largest task, small for a context
 DEFAULT_LIMIT = 50  # tasks in one task_list answer unless the caller asks for more
 MAX_LIMIT = 1000
-# Words people and agents type for a status (DESIGN §7)
-STATUS_WORDS = {"done": "completed", "in-progress": "in_progress", "todo": "pending"}
-LIST_FILTERS = ("ready", "blocked")  # task_list's status also takes these two
+LIST_FILTERS = STATES_TO_FILTER  # task_list's status also takes ready and blocked
 
 
 class Arg:
@@ -62,6 +60,8 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     "bool": {"type": "boolean"},
     "object": {"type": "object"},
     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+    "priority": {"type": "integer", "minimum": PRIORITIES[0], "maximum": PRIORITIES[-1]},
+    "labels": {"type": "array", "items": {"type": "string"}},
 }
 
 
@@ -119,6 +119,8 @@ def _create(board: Board, args: dict[str, Any]) -> Reply:
             args.get("addBlocks", ()),
             args.get("owner", ""),
             _metadata(args),
+            priority=args.get("priority"),
+            labels=args.get("labels"),
         )
     )
 
@@ -134,15 +136,13 @@ def _get(board: Board, args: dict[str, Any]) -> Reply:
 
 
 def _list(board: Board, args: dict[str, Any]) -> Reply:
-    words = args.get("status", [])
-    statuses = [word for word in words if word not in LIST_FILTERS]
-    ready, blocked = "ready" in words, "blocked" in words
     from .board import check_filters
 
-    check_filters(ready, blocked)
+    statuses, owner, limit = args.get("status", []), args.get("owner"), args.get("limit", DEFAULT_LIMIT)
+    filters = {"labels": args.get("labels", ()), "priority": args.get("priority"), "grep": args.get("grep")}
+    check_filters(False, False, statuses, **filters)  # a usage error comes before any wait for the board
     listing = board.listing()
-    chosen = board.select(listing, statuses, args.get("owner"), ready, blocked)
-    limit = args.get("limit", DEFAULT_LIMIT)
+    chosen = board.select(listing, statuses, owner, **filters)
     events: list[tuple[str, Any]] = [(key, value) for key, value, _human in outcome_events(_notes(listing.notes))]
     failure = None
     if listing.damaged:
@@ -170,8 +170,25 @@ def _update(board: Board, args: dict[str, Any]) -> Reply:
         add_blocks=args.get("addBlocks", ()),
         remove_blocked_by=args.get("removeBlockedBy", ()),
         remove_blocks=args.get("removeBlocks", ()),
+        priority=args.get("priority"),
+        add_labels=args.get("addLabels", ()),
+        remove_labels=args.get("removeLabels", ()),
     )
-    return _outcome_reply(board.update(args["taskId"], patch, force=args.get("force", False)))
+    return _outcome_reply(
+        board.update(args["taskId"], patch, force=args.get("force", False), note=args.get("note", ""))
+    )
+
+
+def _note(board: Board, args: dict[str, Any]) -> Reply:
+    outcome = board.note(args["taskId"], args["text"])
+    return Reply(outcome.journaled[0], [(key, value) for key, value, _human in outcome_events(outcome)])
+
+
+def _log(board: Board, args: dict[str, Any]) -> Reply:
+    outcome = board.log(args.get("taskId"))
+    entries, limit = outcome.journaled, args.get("limit", DEFAULT_LIMIT)
+    events = [(key, value) for key, value, _human in outcome_events(outcome)]
+    return Reply({"events": entries[-limit:], "total": len(entries)}, events)
 
 
 def _claim(board: Board, args: dict[str, Any]) -> Reply:
@@ -186,6 +203,7 @@ _EDGES = [
     Arg("addBlocks", "ids", "Tasks that cannot start until this one is completed."),
 ]
 _METADATA = Arg("metadata", "object", "Keys to merge into the task's metadata; a key set to null is removed.")
+_PRIORITY = Arg("priority", "priority", "0 (most urgent) to 4; unset counts as 2.")
 
 TOOLS = [
     Tool(
@@ -196,6 +214,8 @@ TOOLS = [
             Arg("description", "text", "What to do and what done means."),
             Arg("owner", "text", "Reserve the task for this agent."),
             *_EDGES,
+            _PRIORITY,
+            Arg("labels", "labels", "Labels to tag the task with."),
             _METADATA,
         ],
         _create,
@@ -209,11 +229,14 @@ TOOLS = [
     ),
     Tool(
         "task_list",
-        f"List tasks in ascending id order (deleted ones only if asked), at most `limit` (default {DEFAULT_LIMIT}); "
-        'returns {"tasks": [...], "total": N}. status "ready" = can start now.',
+        "List tasks in id order (status ready: in ready order, priority first), at most limit (default "
+        f'{DEFAULT_LIMIT}); deleted ones only if asked. Returns {{"tasks": [...], "total": N}}.',
         [
-            Arg("status", "statuses", "Only tasks with this status (or any of these); also ready or blocked."),
+            Arg("status", "statuses", "Only tasks with this status (or any of these); ready = can start now."),
             Arg("owner", "text", "Only tasks this owner holds."),
+            Arg("labels", "labels", "Only tasks with every one of these labels."),
+            Arg("priority", "priority", "Only tasks of this priority (unset counts as 2)."),
+            Arg("grep", "text", "Only tasks whose subject or description contains this text (any case)."),
             Arg("limit", "limit", f"At most this many tasks (default {DEFAULT_LIMIT})."),
         ],
         _list,
@@ -232,7 +255,11 @@ TOOLS = [
             *_EDGES,
             Arg("removeBlockedBy", "ids", "Tasks that no longer block this one."),
             Arg("removeBlocks", "ids", "Tasks this one no longer blocks."),
+            _PRIORITY,
+            Arg("addLabels", "labels", "Labels to add."),
+            Arg("removeLabels", "labels", "Labels to remove."),
             _METADATA,
+            Arg("note", "text", "Why: kept with the change in the board's journal."),
             Arg("force", "bool", "Override another owner's hold on an in-progress task."),
         ],
         _update,
@@ -247,6 +274,24 @@ TOOLS = [
             Arg("owner", "text", "Who takes it (default: the caller the server runs as)."),
         ],
         _claim,
+    ),
+    Tool(
+        "task_note",
+        "Add a note to a task in the board's journal (what was tried, found, decided); the task is unchanged. "
+        "Returns the journal entry.",
+        [TASK_ID, Arg("text", "text", "The note.", required=True)],
+        _note,
+    ),
+    Tool(
+        "task_log",
+        f"What happened on the board (or to one task), oldest first: the last limit (default {DEFAULT_LIMIT}) "
+        'journal entries. Returns {"events": [{"at", "actor", "task", "event", ...}], "total": N}.',
+        [
+            Arg("taskId", "id", "Only what concerns this task."),
+            Arg("limit", "limit", f"At most this many of the latest entries (default {DEFAULT_LIMIT})."),
+        ],
+        _log,
+        read_only=True,
     ),
 ]
 BY_NAME = {tool.name: tool for tool in TOOLS}
@@ -421,6 +466,20 @@ def _limit(name: str, value: Any) -> int:
     raise _wrong(name, f"a whole number from 1 to {MAX_LIMIT}", value)
 
 
+def _priority(name: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value in PRIORITIES:
+        return value
+    raise _wrong(name, "a whole number from 0 (most urgent) to 4", value)
+
+
+def _labels(name: str, value: Any) -> list[str]:
+    labels = value if isinstance(value, list) else [value]  # one label where a list was asked for
+    for index, label in enumerate(labels):
+        if not isinstance(label, str):
+            raise _wrong(f"{name}[{index}]", "a string", label)
+    return labels
+
+
 _CONVERT: dict[str, Callable[[str, Any], Any]] = {
     "id": _task_id,
     "ids": _task_ids,
@@ -430,6 +489,8 @@ _CONVERT: dict[str, Callable[[str, Any], Any]] = {
     "bool": _bool,
     "object": _object,
     "limit": _limit,
+    "priority": _priority,
+    "labels": _labels,
 }
 
 

@@ -62,7 +62,7 @@ def test_the_tools_listed_are_the_table(board_dir):
         assert tool.description == mine.description
         assert tool.annotations.read_only_hint is mine.read_only
         assert tool.annotations.open_world_hint is False
-    assert {tool.name for tool in listed if tool.annotations.read_only_hint} == {"task_get", "task_list"}
+    assert {tool.name for tool in listed if tool.annotations.read_only_hint} == {"task_get", "task_list", "task_log"}
 
 
 def test_a_plan_worked_through_the_tools(board_dir, run):

@@ -54,8 +54,8 @@ def test_argument_names_are_claude_codes():
     assert tools.BY_NAME["task_get"].input_schema()["required"] == ["taskId"]
 
 
-def test_only_get_and_list_are_read_only():
-    assert sorted(tool.name for tool in tools.TOOLS if tool.read_only) == ["task_get", "task_list"]
+def test_only_the_reads_are_read_only():
+    assert sorted(tool.name for tool in tools.TOOLS if tool.read_only) == ["task_get", "task_list", "task_log"]
     assert tools.BY_NAME["task_update"].destructive  # it can delete a task
 
 
@@ -141,6 +141,33 @@ def test_list_filters_by_owner_and_blocked(board_dir):
     call(board_dir, "task_create", {"subject": "B", "addBlockedBy": [1]})
     assert [t["id"] for t in call(board_dir, "task_list", {"owner": "bob"}).document["tasks"]] == [1]
     assert [t["id"] for t in call(board_dir, "task_list", {"status": "blocked"}).document["tasks"]] == [2]
+
+
+def test_priority_and_labels_order_and_filter(board_dir, run):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_create", {"subject": "B", "priority": 0, "labels": ["api", "db"]})
+    call(board_dir, "task_create", {"subject": "C", "labels": "api"})
+    assert run.record(2)["metadata"] == {"priority": 0, "labels": ["api", "db"]}
+    ready = call(board_dir, "task_list", {"status": "ready"}).document
+    assert [task["id"] for task in ready["tasks"]] == [2, 1, 3]  # priority 0 first, then id
+    assert [t["id"] for t in call(board_dir, "task_list", {"labels": ["api"]}).document["tasks"]] == [2, 3]
+    assert [t["id"] for t in call(board_dir, "task_list", {"priority": 0}).document["tasks"]] == [2]
+    assert [t["id"] for t in call(board_dir, "task_list", {"grep": "c"}).document["tasks"]] == [3]
+    updated = call(board_dir, "task_update", {"taskId": 3, "priority": 4, "addLabels": ["ui"], "removeLabels": ["api"]})
+    assert updated.document["metadata"] == {"labels": ["ui"], "priority": 4} == run.record(3)["metadata"]
+
+
+def test_notes_and_the_log_come_from_the_journal(board_dir, run):
+    call(board_dir, "task_create", {"subject": "A"}, caller="agent-1")
+    noted = call(board_dir, "task_note", {"taskId": "#1", "text": "found the bug"}, caller="agent-1").document
+    assert (noted["task"], noted["event"], noted["actor"], noted["text"]) == (1, "note", "agent-1", "found the bug")
+    call(board_dir, "task_update", {"taskId": 1, "status": "completed", "note": "merged"}, caller="agent-1")
+    log = call(board_dir, "task_log", {"taskId": 1}).document
+    assert log == {"events": run.json("log", "1"), "total": len(run.json("log", "1"))}
+    assert [entry["event"] for entry in log["events"]][:2] == ["created", "note"]
+    assert any(entry.get("note") == "merged" or entry.get("text") == "merged" for entry in log["events"])
+    last = call(board_dir, "task_log", {"limit": 1}).document
+    assert last["events"] == log["events"][-1:] and last["total"] == log["total"]
 
 
 # -- who calls ----------------------------------------------------------------------
@@ -255,7 +282,21 @@ BAD_CALLS = [
     ("task_update", {"taskId": 1, "addBlockedBy": [1]}, "cycle #1 → #1"),
     ("task_list", {"limit": 0}, "limit must be a whole number from 1 to"),
     ("task_list", {"limit": "5"}, "limit must be a whole number"),
-    ("task_list", {"status": ["ready", "blocked"]}, "ready and blocked exclude each other"),
+    ("task_list", {"priority": 5}, "priority must be a whole number from 0 (most urgent) to 4, not 5"),
+    ("task_list", {"labels": [3]}, "labels[0] must be a string"),
+    ("task_list", {"grep": ""}, "the text to search for is empty"),
+    (
+        "task_create",
+        {"subject": "A", "priority": "1"},
+        'priority must be a whole number from 0 (most urgent) to 4, not "1"',
+    ),
+    ("task_create", {"subject": "A", "labels": [" x"]}, "surrounding spaces"),
+    ("task_update", {"taskId": 1, "addLabels": ["x"], "removeLabels": ["x"]}, "x"),
+    ("task_note", {"taskId": 1}, "task_note needs text"),
+    ("task_note", {"taskId": 1, "text": "  "}, "the note is empty"),
+    ("task_note", {"taskId": 9, "text": "hello"}, "no task #9"),
+    ("task_log", {"taskId": 9}, "no task #9"),
+    ("task_log", {"limit": -1}, "limit must be a whole number"),
     ("task_list", {"status": "someday"}, "status must be one or a list of"),
     ("task_claim", {"taskId": 9}, "no task #9"),
 ]
