@@ -70,6 +70,8 @@ class Change:
         self.journaled: list[dict] = []  # the journal entries the commit appended
         self.records: dict[int, Record] = {}
         self.before: dict[int, bytes | None] = {}
+        self.was: dict[int, tuple[str, str]] = {}  # status and owner of each edited record before the change
+        self.runtime: dict[int, dict] = {}  # what to record in the runtime state, by task (taskboard.claims)
 
     def get(self, task_id: int) -> Record:
         if task_id not in self.records:
@@ -86,6 +88,7 @@ class Change:
         record = self.get(task_id)
         if task_id not in self.before:
             self.before[task_id] = encode(record)
+            self.was[task_id] = (record["status"], record["owner"])
         return record
 
     def add(self, record: Record) -> None:
@@ -108,7 +111,7 @@ class Change:
         """Write every edited record whose content changed, and journal the events, as one
         change (taskboard.journal); the records written, in id order."""
         stamp = now()
-        files, written = {}, []
+        files, written, moved = {}, [], []
         for task_id, before in self.before.items():
             record = self.records[task_id]
             if encode(record) == before:
@@ -121,6 +124,8 @@ class Change:
             record.clear()
             record.update(canonical)
             written.append(record)
+            if self.was.get(task_id, (record["status"], record["owner"])) != (record["status"], record["owner"]):
+                moved.append(record)
         events = list(events)
         appends = None
         if events:
@@ -129,7 +134,14 @@ class Change:
             actor = journal.actor_of(self.actor)
             self.journaled = journal.entries(events, actor, journal.stamp())
             appends = {journal.shard_name(actor): journal.encode(self.journaled)}
-        self.store.write(files, appends)
+        if moved or self.runtime:  # the runtime state follows status and owner (taskboard.claims)
+            from . import claims
+
+            with claims.state_of(self.store).locked():
+                self.store.write(files, appends)
+                claims.record(self, moved)
+        else:
+            self.store.write(files, appends)
         return sorted(written, key=lambda record: record["id"])
 
 
@@ -197,6 +209,11 @@ class Board:
         query = check_filters(ready, blocked, statuses, labels, priority, grep, limit)
         wanted, states = query["statuses"], query["states"]
         wanted_labels, needle = set(query["labels"]), query["grep"]
+        hidden: set[int] = set()
+        if ready or "ready" in states:  # stuck, or claimed or completed in another worktree (taskboard.claims)
+            from . import claims
+
+            hidden = claims.not_offered(self.store, [r for r in listing.records if r["status"] == "pending"])
         chosen = []
         for record in listing.records:
             status = record["status"]
@@ -205,6 +222,8 @@ class Board:
             if (wanted or states) and status not in wanted and not self._in_state(record, states, listing):
                 continue
             if owner is not None and record["owner"] != owner:
+                continue
+            if (ready or "ready" in states) and record["id"] in hidden:
                 continue
             if ready and not graph.is_ready(record, listing.lookup):
                 continue
@@ -283,11 +302,14 @@ class Board:
         note: str = "",
         failed: bool = False,
         release: bool = False,
+        retry: bool = False,
     ) -> Outcome:
         """Apply one Patch to a task as one change. Errors come in the contract's order:
         usage, then missing tasks, then refusals; nothing is written before all pass.
         `note`: words for the journal about this change; `failed`: the change gives up
-        a failed attempt; `release`: it gives a task back, which a finished one is not."""
+        a failed attempt (counted in the runtime state: taskboard.claims); `release`: it
+        gives a task back, which a finished one is not; `retry`: forget the failed
+        attempts (a stuck task may be claimed again)."""
         patch.check()
         check_note(note)
         check_owner(self.caller)
@@ -327,11 +349,14 @@ class Board:
                 outcome.events.insert(0, Event(task_id, "edited", fields=sorted(fields)))
             if edited["status"] != old_status:
                 outcome.events.append(Event(task_id, _transition(old_status, edited["status"]), old=old_status))
-            if failed:
-                # the runtime state (issue 9, state.py) counts failed attempts from here
-                outcome.events.append(Event(task_id, "failed", **({"note": note} if note else {})))
-            elif note:
+            if note and not failed:
                 outcome.events.append(Event(task_id, "note", text=note))
+            if self.caller or retry or failed:  # leases, failed attempts (taskboard.claims)
+                from . import claims
+
+                claims.before_commit(
+                    self, change, task_id, outcome, force=force, retry=retry, failure=note if failed else None
+                )
             outcome.written = change.commit(outcome.events)
             outcome.journaled = change.journaled
             outcome.record = edited
@@ -429,74 +454,33 @@ class Board:
         except Corrupt:
             return None
 
-    def claim(self, task_id: int | None, owner: str) -> Outcome:
-        if not owner:
-            raise UsageError("claiming needs an owner: name one, or set TASKS_OWNER", "owner-needed")
-        check_owner(owner)
-        if not self.store.root.is_dir():
-            self._require_board([task_id] if task_id is not None else [])
-            raise NotFound(f"no ready task to claim for {owner}")
-        with self.store.writing() as notes:
-            change = self.change()
-            outcome = Outcome()
-            if task_id is None:
-                record = self._first_claimable(change, owner, outcome)
-            else:
-                record = change.get(task_id)
-                self._check_claimable(change, record, owner)
-            if not (record["status"] == "in_progress" and record["owner"] == owner):
-                edited = change.edit(record["id"])
-                edited["status"], edited["owner"] = "in_progress", owner
-                outcome.events.append(Event(record["id"], "claimed", owner=owner))
-            outcome.written = change.commit(outcome.events)
-            outcome.journaled = change.journaled
-            outcome.record = change.get(record["id"])
-        outcome.notes[:0] = notes
-        return outcome
+    def claim(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+        """Take task_id, or the first claimable task in ready order, for owner
+        (taskboard.claims); with a lease of `lease` seconds the claim ends unless renewed."""
+        from . import claims
 
-    def _first_claimable(self, change: Change, owner: str, outcome: Outcome) -> Record:
-        """The first claimable task in ready order (graph.ready_order: priority, then id)."""
-        best: Record | None = None
-        for candidate in self.store.task_ids():
-            if best is not None and graph.ready_order(best) <= (0, candidate):
-                break  # ids ascend: nothing later can come before the best one found
-            try:
-                record = change.get(candidate)
-                claimable = record["owner"] in ("", owner) and graph.is_ready(record, change.lookup)
-            except Corrupt as exc:  # its file or a blocker's: readiness unknown, so not taken; go on
-                if all(note.data.get("problem") != exc.message for note in outcome.notes):
-                    outcome.notes.append(
-                        Note(
-                            "skipped-damaged",
-                            f"skipped {exc.message}",
-                            file=exc.file,
-                            rule=exc.rule,
-                            reason=exc.reason,
-                            problem=exc.message,
-                        )
-                    )
-                continue
-            except NotFound:
-                continue
-            if claimable and (best is None or graph.ready_order(record) < graph.ready_order(best)):
-                best = record
-        if best is None:
-            raise NotFound(f"no ready task to claim for {owner}")
-        return best
+        return claims.claim(self, task_id, owner, lease)
 
-    def _check_claimable(self, change: Change, record: Record, owner: str) -> None:
-        ref = f"#{record['id']}"
-        if record["status"] == "deleted":
-            raise Refused(f"{ref} is deleted")
-        if record["owner"] not in ("", owner):
-            raise Refused(f"{ref} is held by {record['owner']}")
-        if record["status"] == "completed":
-            raise Refused(f"{ref} is already completed")
-        if record["status"] == "in_progress" and record["owner"] == owner:
-            return  # already yours: claiming again succeeds
-        blockers = graph.open_blockers(record, change.lookup)
-        if blockers:
-            raise Refused(f"{ref} is blocked by {ids_text(blockers)}")
+    def claim_wait(
+        self, task_id: int | None, owner: str, lease: float | None = None, seconds: float | None = None
+    ) -> Outcome:
+        """Claim; when nothing is claimable yet but something could still come to owner,
+        wait for it (at most `seconds`), holding no lock (taskboard.claims)."""
+        from . import claims
+
+        return claims.claim_wait(self, task_id, owner, lease, seconds)
+
+    def renew(self, task_id: int, lease: float | None = None) -> Outcome:
+        """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""
+        from . import claims
+
+        return claims.renew(self, task_id, lease)
+
+    def fail(self, task_id: int, note: str) -> Outcome:
+        """Record a failed attempt at task_id without changing it (a failed gate)."""
+        from . import claims
+
+        return claims.fail(self, task_id, note)
 
     def _require_board(self, task_ids: Iterable[int]) -> None:
         """Naming a task on a board that does not exist yet is 'not found', and must not
@@ -571,6 +555,9 @@ class Board:
         lock = self.store.writing() if fix else self.store.reading()
         with lock as notes:
             problems = run_check(self.store, Change(self.store) if fix else None)
+            from .claims import state_problems
+
+            problems += state_problems(self.store, fix)
         recovered = [Problem(None, None, "interrupted-change", note.message, fixed=True) for note in notes]
         return recovered + problems
 

@@ -96,7 +96,19 @@ def _seconds(text: str) -> float:
         raise UsageError(f"{text!r} is not a finite number of seconds ≥ 0") from None
 
 
+def _lease(text: str) -> float:
+    from .state import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise UsageError(
+            f"{text!r} is not a lease: give a length of time above zero, such as 90s, 15m or 2h (at most 30 days)"
+        ) from None
+
+
 TASK_ID = Parsed("ID", parse_id)
+LEASE = Parsed("DURATION", _lease)
 META = Parsed("KEY=VALUE", parse_meta)
 SECONDS = Parsed("SECONDS", _seconds)
 STATUS = Parsed("STATUS", parse_status)
@@ -241,6 +253,7 @@ def get(inv: Invocation, task_id):
 @click.option("--label", "labels", multiple=True, help="Add a label (repeatable).")
 @click.option("--unlabel", "unlabels", multiple=True, help="Remove a label (repeatable).")
 @click.option("--force", is_flag=True, help="Override another owner's hold on the task.")
+@click.option("--retry", is_flag=True, help="Forget the failed attempts: a stuck task may be claimed again.")
 @json_option
 @pass_inv
 def update(
@@ -259,6 +272,7 @@ def update(
     labels,
     unlabels,
     force,
+    retry,
 ):
     """Change a task; all flags apply as one change, or none does.
 
@@ -280,7 +294,7 @@ def update(
         add_labels=labels,
         remove_labels=unlabels,
     )
-    return commands.update(inv, task_id, patch, force=force)
+    return commands.update(inv, task_id, patch, force=force, retry=retry)
 
 
 @cli.command()
@@ -296,15 +310,47 @@ def delete(inv: Invocation, task_id, force):
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
 @click.option("--owner", help="Who takes it (else --as, else TASKS_OWNER).")
+@click.option(
+    "--lease", type=LEASE, metavar="DURATION", help="End the claim unless renewed within 90s, 15m, 2h... (TASKS_LEASE)."
+)
+@click.option(
+    "--wait",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[SECONDS]",
+    help="When nothing is claimable yet but may become so, wait for it (at most SECONDS).",
+)
 @json_option
 @pass_inv
-def claim(inv: Invocation, task_id, owner):
-    """Take a task atomically: ID, or the lowest-id ready one.
+def claim(inv: Invocation, task_id, owner, lease, wait):
+    """Take a task atomically: ID, or the first ready one.
 
-    Exactly one of several racing claimers wins. Exit 3 when nothing is ready,
-    4 when the task is blocked, finished or held by someone else.
+    Exactly one of several racing claimers wins. Exit 3 when nothing is ready
+    (with --wait: when nothing open is left that could come to you, or the
+    SECONDS ran out), 4 when the task is blocked, finished, stuck or held by
+    someone else.
+
+    \b
+      tasks claim --wait --lease 15m --json   # the agent loop's call
+      tasks claim 7 --wait 60                  # wait at most a minute for #7
     """
-    return commands.claim(inv, task_id, owner)
+    seconds = None if not wait else _seconds(wait)
+    return commands.claim(inv, task_id, owner, lease, wait is not None, seconds)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.option("--lease", type=LEASE, metavar="DURATION", help="A new length for the lease (else the one it has).")
+@json_option
+@pass_inv
+def renew(inv: Invocation, task_id, lease):
+    """Renew your lease on a task you hold: it ends DURATION from now.
+
+    Changes no committed file. Refused (exit 4) when someone took the task
+    over after your lease ran out.
+    """
+    return commands.renew(inv, task_id, lease)
 
 
 def _filter_options(command):

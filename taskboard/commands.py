@@ -82,8 +82,8 @@ def get(inv: Invocation, task_id: int) -> int:
     return 0
 
 
-def update(inv: Invocation, task_id: int, patch: Patch, force: bool = False) -> int:
-    return show_record(inv, inv.board.update(task_id, patch, force=force))
+def update(inv: Invocation, task_id: int, patch: Patch, force: bool = False, retry: bool = False) -> int:
+    return show_record(inv, inv.board.update(task_id, patch, force=force, retry=retry))
 
 
 def delete(inv: Invocation, task_id: int, force: bool = False) -> int:
@@ -98,9 +98,42 @@ def release(inv: Invocation, task_id: int, note: str = "", failed: bool = False,
     return show_record(inv, inv.board.release(task_id, note, failed=failed, force=force))
 
 
-def claim(inv: Invocation, task_id: int | None, owner: str | None) -> int:
+def claim(
+    inv: Invocation,
+    task_id: int | None,
+    owner: str | None,
+    lease: float | None = None,
+    wait: bool = False,
+    seconds: float | None = None,
+) -> int:
+    """Take a task; with `wait`, wait for one (at most `seconds`); `lease` else TASKS_LEASE."""
+    lease = lease if lease is not None else env_lease()
     board = inv.board
-    return show_record(inv, board.claim(task_id, owner if owner is not None else board.caller))
+    name = owner if owner is not None else board.caller
+    if wait:
+        return show_record(inv, board.claim_wait(task_id, name, lease, seconds))
+    return show_record(inv, board.claim(task_id, name, lease))
+
+
+def renew(inv: Invocation, task_id: int, lease: float | None = None) -> int:
+    return show_record(inv, inv.board.renew(task_id, lease))
+
+
+def env_lease() -> float | None:
+    """TASKS_LEASE: the lease of every claim that names none (unset or empty: no lease)."""
+    import os
+
+    raw = os.environ.get("TASKS_LEASE", "")
+    if not raw:
+        return None
+    from .state import parse_duration
+
+    try:
+        return parse_duration(raw)
+    except ValueError:
+        raise UsageError(
+            f"TASKS_LEASE={raw!r} is not a lease: give a length of time above zero, such as 90s, 15m or 2h"
+        ) from None
 
 
 def list_tasks(

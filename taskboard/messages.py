@@ -42,6 +42,9 @@ _CLI_ERRORS: dict[str, Callable[[TaskError], str]] = {
     "ready-and-blocked": lambda e: "--ready and --blocked exclude each other; ask for one",
     "owner-needed": lambda e: "claim needs an owner: pass --owner NAME, --as NAME or set TASKS_OWNER",
     "held": lambda e: f"{e.message} (pass --force to override)",
+    "taken-over": lambda e: f"{e.message} (pass --force to override)" if "after your lease" in e.message else e.message,
+    "stuck": lambda e: f"{e.data['summary']}; put it back with: tasks update {e.data['task']} --status pending --retry",
+    "renew-needs-name": lambda e: "renew needs the holder's name: pass --as NAME or set TASKS_OWNER",
     "busy": lambda e: f"{e.message} (--timeout)",
     "conflict-markers": lambda e: corrupt_text(getattr(e, "file", ""), e.reason, e.message),
     "delete-past-damage": lambda e: (
@@ -98,9 +101,17 @@ def outcome_events(outcome: Outcome) -> list[tuple[str, Any, str]]:
     """What the caller should hear of an outcome, in order, as (key, value, human text):
     each note a warning, then the tasks it set free. Under --json each becomes the
     stderr line `{key: value}`; for people, the text."""
-    return [("warning", note_text(note), f"warning: {note_text(note)}") for note in outcome.notes] + (
-        [("unblocked", outcome.unblocked, f"unblocked {ids_text(outcome.unblocked)}")] if outcome.unblocked else []
-    )
+    return [
+        ("lease", _lease_document(note), note.message)
+        if note.code == "lease"
+        else ("warning", note_text(note), f"warning: {note_text(note)}")
+        for note in outcome.notes
+    ] + ([("unblocked", outcome.unblocked, f"unblocked {ids_text(outcome.unblocked)}")] if outcome.unblocked else [])
+
+
+def _lease_document(note: Note) -> dict[str, Any]:
+    """`{"task", "owner", "seconds", "expires"}`: a lease granted or renewed (stderr under --json)."""
+    return {key: note.data[key] for key in ("task", "owner", "seconds", "expires")}
 
 
 def mermaid_hint(focused: bool) -> str:

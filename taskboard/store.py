@@ -34,6 +34,7 @@ from .outcome import Note
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
 
     from filelock import BaseFileLock
 
@@ -41,7 +42,7 @@ LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
 DEFAULT_TIMEOUT = 10.0
-GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n"
+GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n.state/\n"
 GITATTRIBUTES = "task_*.json text eol=lf\njournal/*.jsonl merge=union\n"
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -103,6 +104,7 @@ class Store:
         self.replacements = 0  # files replaced by this process; see _crash_point
         self._lock: BaseFileLock | None = None
         self._exclusive = False
+        self.runtime: Any = None  # taskboard.state.State of this board, made on first use (taskboard.claims)
 
     # -- reading ---------------------------------------------------------------
 

@@ -1,0 +1,671 @@
+"""The claim machinery: claiming (with a lease), taking over an expired lease, renewing,
+failed attempts and stuck tasks, claims the worktrees of one clone share, and waiting
+until a task can be claimed. The board's operations (taskboard.board) call these; the
+runtime state itself is taskboard.state.
+
+How the runtime state follows the task files: a claim writes its entry (holder, board,
+lease) before the task file, under the board lock and then the state lock, so two
+worktrees racing for one task meet in the state lock and exactly one wins. Every other
+change that moves a task's status or owner brings the entry up to date in the same
+commit (`record`): released → no claim, completed → a `done` mark other worktrees
+honour, failed → one more attempt. On its own board the task file is the truth: an
+entry that disagrees with it (a process killed between the two writes) is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from . import graph
+from .errors import NotFound, Refused, UsageError
+from .model import OPEN, check_owner, ids_text, new_uid
+from .outcome import Event, Note, Outcome
+from .state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .board import Board, Change
+    from .model import Record
+    from .store import Store
+
+WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (well inside the contract's 1 s)
+
+
+def state_of(store: Store) -> State:
+    """The runtime state of a store's board, found once per process."""
+    if store.runtime is None:
+        store.runtime = State(str(store.root), store.timeout)
+    return store.runtime
+
+
+class Runtime:
+    """The runtime state as one operation sees it: entries read at most once, one clock."""
+
+    def __init__(self, state: State, now: float | None = None):
+        self.state = state
+        self.now = time.time() if now is None else now
+        self._names: set[str] | None = None
+        self._entries: dict[str, Entry] = {}
+
+    def entry(self, record: Record) -> Entry:
+        uid = record.get("uid")
+        if not isinstance(uid, str) or not is_uid(uid):
+            return Entry("")
+        if uid not in self._entries:
+            if self._names is None:
+                self._names = self.state.names()
+            self._entries[uid] = self.state.read(uid) if uid in self._names else Entry(uid)
+        return self._entries[uid]
+
+    def here(self, mark: dict | None) -> bool:
+        """Whether a claim or done mark was made on this board (this worktree)."""
+        return mark is not None and mark["board"] == self.state.board
+
+    def elsewhere(self, entry: Entry) -> tuple[str, dict] | None:
+        """("claimed", claim) while another worktree holds the task (a lease it let expire
+        no longer counts), ("completed", done) once another worktree completed it."""
+        if entry.claim and not self.here(entry.claim) and not entry.expired(self.now):
+            return "claimed", entry.claim
+        if entry.done and not self.here(entry.done):
+            return "completed", entry.done
+        return None
+
+    def claim_here(self, record: Record, entry: Entry) -> dict | None:
+        """The claim behind the record's holder on this board, when the entry agrees with the file."""
+        claim = entry.claim
+        if record["status"] == "in_progress" and self.here(claim) and claim and claim["owner"] == record["owner"]:
+            return claim
+        return None
+
+    def stale(self, record: Record, entry: Entry) -> bool:
+        """Whether the holder's lease on this board ran out (anyone may take the task over)."""
+        return self.claim_here(record, entry) is not None and entry.expired(self.now)
+
+
+def _where(mark: dict) -> str:
+    return f"in another worktree ({mark['board']})"
+
+
+# -- claiming --------------------------------------------------------------------------------------
+
+
+def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+    """Take task_id (or the first claimable task in ready order) for owner, optionally with a
+    lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
+    from .board import Change
+
+    _check_claimer(owner)
+    store = board.store
+    if not store.root.is_dir():
+        board._require_board([task_id] if task_id is not None else [])
+        raise NotFound(f"no ready task to claim for {owner}")
+    state = state_of(store)
+    with store.writing() as notes, state.locked():
+        runtime = Runtime(state)
+        change = Change(store)
+        outcome = Outcome()
+        if task_id is None:
+            record = _first_claimable(store, change, runtime, owner, outcome)
+        else:
+            record = change.get(task_id)
+            refusal = refusal_of(change, runtime, record, owner)
+            if refusal is not None:
+                raise refusal
+        ref = record["id"]
+        entry = _take(change, runtime, record, owner, lease, outcome)
+        entry.task = ref
+        state.write(entry)  # before the task file: what other worktrees go by
+        outcome.written = change.commit(outcome.events)
+        outcome.journaled = change.journaled
+        outcome.record = change.get(ref)
+        if entry.claim and entry.claim.get("lease"):
+            outcome.notes.append(lease_note(ref, entry))
+    outcome.notes[:0] = notes
+    return outcome
+
+
+def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: float | None, outcome: Outcome) -> Entry:
+    """Make `owner` the holder of `record` in the change (with the events of a claim and
+    of a takeover) and in its runtime entry (not yet written); the entry."""
+    ref, state = record["id"], runtime.state
+    entry = runtime.entry(record)
+    mine = record["status"] == "in_progress" and record["owner"] == owner
+    edited = change.edit(ref)
+    if not is_uid(edited.get("uid")):  # a hand-written record: the state needs its identity now
+        edited["uid"] = new_uid()
+        entry = Entry(edited["uid"])
+    if not mine:
+        previous = _previous_holder(runtime, record, entry, owner)
+        edited["status"], edited["owner"] = "in_progress", owner
+        outcome.events.append(Event(ref, "claimed", owner=owner, **({"lease": lease} if lease else {})))
+        if previous is not None:
+            outcome.events.append(Event(ref, "takeover", **previous, by=owner))
+            expired = f" at {previous['expired']}" if previous.get("expired") else ""
+            outcome.notes.append(
+                Note(
+                    "takeover",
+                    f"took #{ref} over from {previous['holder']}, whose lease ran out{expired}",
+                    task=ref,
+                    holder=previous["holder"],
+                )
+            )
+    held = runtime.claim_here(record, entry) if mine else None
+    if held is not None:  # claiming again what you hold renews it (and sets a lease if asked)
+        entry.claim = {**held, "renewed": runtime.now, "lease": lease or held.get("lease")}
+    else:
+        entry.claim = {"owner": owner, "board": state.board, "at": runtime.now, "renewed": runtime.now}
+        entry.claim["lease"] = lease
+    if entry.claim["lease"] is None and not state.shared:
+        entry.claim = None  # a claim without a lease on an unshared board: the task file says it all
+    if entry.done and runtime.here(entry.done):
+        entry.done = None
+    return entry
+
+
+def _check_claimer(owner: str) -> None:
+    if not owner:
+        raise UsageError("claiming needs an owner: name one, or set TASKS_OWNER", "owner-needed")
+    check_owner(owner)
+
+
+def _previous_holder(runtime: Runtime, record: Record, entry: Entry, owner: str) -> dict | None:
+    """Whom a claim takes the task from (their lease ran out), as event data; None when nobody."""
+    holder = record["owner"]
+    if record["status"] == "in_progress" and holder not in ("", owner):
+        expires = entry.expires()
+        return {"holder": holder, "expired": iso(expires) if expires is not None else None}
+    claim = entry.claim
+    if claim and not runtime.here(claim) and claim["owner"] != owner:  # held in another worktree, lease run out
+        expires = entry.expires()
+        return {"holder": claim["owner"], "expired": iso(expires) if expires else None, "board": claim["board"]}
+    return None
+
+
+def lease_note(task_id: int, entry: Entry) -> Note:
+    assert entry.claim is not None
+    seconds, expires = entry.claim["lease"], entry.expires() or 0.0
+    return Note(
+        "lease",
+        f"#{task_id} is leased to {entry.claim['owner']} for {duration_text(seconds)}, until {iso(expires)}",
+        task=task_id,
+        owner=entry.claim["owner"],
+        seconds=seconds,
+        expires=iso(expires),
+    )
+
+
+def refusal_of(change: Change, runtime: Runtime, record: Record, owner: str) -> Refused | None:
+    """Why `owner` may not claim this task now (the error to raise), or None when it may."""
+    ref, status, holder = f"#{record['id']}", record["status"], record["owner"]
+    entry = runtime.entry(record)
+    if status == "deleted":
+        return Refused(f"{ref} is deleted")
+    refusal = _refusal_elsewhere(record["id"], runtime.elsewhere(entry))
+    if refusal is None and status == "completed":
+        refusal = Refused(f"{ref} is already completed")
+    if refusal is not None or (status == "in_progress" and holder == owner):
+        return refusal  # None: already yours, and claiming again succeeds
+    if entry.stuck:
+        return stuck_error(record["id"], entry)
+    if holder not in ("", owner) and not (status == "in_progress" and runtime.stale(record, entry)):
+        return Refused(f"{ref} is held by {holder}")
+    blockers = graph.open_blockers(record, change.lookup)
+    return Refused(f"{ref} is blocked by {ids_text(blockers)}") if blockers else None
+
+
+def _refusal_elsewhere(task_id: int, other: tuple[str, dict] | None) -> Refused | None:
+    """Another worktree of the clone holds the task, or completed it (the same name there included)."""
+    if other is None:
+        return None
+    kind, mark = other
+    if kind == "completed":
+        by = f" by {mark['by']}" if mark["by"] else ""
+        return Refused(f"#{task_id} was completed {_where(mark)}{by}", "done-elsewhere", task=task_id)
+    return Refused(
+        f"#{task_id} is held by {mark['owner']} {_where(mark)}", "held-elsewhere", task=task_id, holder=mark["owner"]
+    )
+
+
+def stuck_error(task_id: int, entry: Entry) -> Refused:
+    last = entry.failures[-1]["note"] if entry.failures else ""
+    summary = f"#{task_id} is stuck: it failed {entry.attempts} times" + (f" (last: {last})" if last else "")
+    return Refused(
+        f"{summary}; someone must put it back (retry) before it is claimed again",
+        "stuck",
+        task=task_id,
+        attempts=entry.attempts,
+        summary=summary,
+    )
+
+
+def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str, outcome: Outcome) -> Record:
+    """The first task in ready order (graph.ready_order: priority, then id) that `owner`
+    may claim: pending and ready, or held by someone whose lease ran out. A task the
+    owner failed itself comes only when nothing else does; a stuck one never."""
+    from .errors import Corrupt
+
+    best: Record | None = None
+    fallback: Record | None = None
+    for candidate in store.task_ids():
+        if best is not None and graph.ready_order(best) <= (0, candidate):
+            break  # ids ascend: nothing later can come before the best one found
+        try:
+            record = change.get(candidate)
+            if not _offered(change, runtime, record, owner):
+                continue
+        except Corrupt as exc:  # its file or a blocker's: readiness unknown, so not taken; go on
+            if all(note.data.get("problem") != exc.message for note in outcome.notes):
+                outcome.notes.append(
+                    Note(
+                        "skipped-damaged",
+                        f"skipped {exc.message}",
+                        file=exc.file,
+                        rule=exc.rule,
+                        reason=exc.reason,
+                        problem=exc.message,
+                    )
+                )
+            continue
+        except NotFound:
+            continue
+        if runtime.entry(record).failed_by(owner):
+            if fallback is None or graph.ready_order(record) < graph.ready_order(fallback):
+                fallback = record
+        elif best is None or graph.ready_order(record) < graph.ready_order(best):
+            best = record
+    chosen = best or fallback
+    if chosen is None:
+        raise NotFound(f"no ready task to claim for {owner}")
+    return chosen
+
+
+def _offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
+    """Whether `claim` without an id may hand this task to owner: pending and claimable,
+    or in progress under a lease that ran out (not the owner's own)."""
+    status = record["status"]
+    if status == "in_progress":
+        if record["owner"] == owner or not runtime.stale(record, runtime.entry(record)):
+            return False
+    elif status != "pending":
+        return False
+    return refusal_of(change, runtime, record, owner) is None
+
+
+# -- renewing ----------------------------------------------------------------------------------------
+
+
+def renew(board: Board, task_id: int, lease: float | None = None) -> Outcome:
+    """The caller renews its lease on task_id (for `lease` seconds when given, else for
+    the lease it has). Changes no task file and journals nothing."""
+    owner = board.caller
+    if not owner:
+        raise UsageError("renewing needs the holder's name: name yourself, or set TASKS_OWNER", "renew-needs-name")
+    check_owner(owner)
+    store = board.store
+    board._require_board([task_id])
+    state = state_of(store)
+    with store.writing() as notes, state.locked():
+        runtime = Runtime(state)
+        record = store.read(task_id)
+        entry = runtime.entry(record)
+        outcome = Outcome(record)
+        ref = f"#{task_id}"
+        other = runtime.elsewhere(entry)
+        if other is not None and other[0] == "claimed" and other[1]["owner"] != owner:
+            raise Refused(
+                f"{ref} was taken over by {other[1]['owner']} {_where(other[1])}; your claim on it has ended",
+                "taken-over",
+                task=task_id,
+                holder=other[1]["owner"],
+            )
+        if record["status"] != "in_progress":
+            raise Refused(f"{ref} is {record['status']}, not in progress: there is no claim to renew")
+        if record["owner"] != owner:
+            raise Refused(
+                f"{ref} is held by {record['owner']}; you are {owner}",
+                "taken-over",
+                task=task_id,
+                holder=record["owner"],
+            )
+        held = runtime.claim_here(record, entry)
+        if lease is None and (held is None or held.get("lease") is None):
+            outcome.notes = [*notes, Note("no-lease", f"{ref} has no lease: your claim never expires", task=task_id)]
+            return outcome
+        base = held or {"owner": owner, "board": state.board, "at": runtime.now}
+        entry.claim = {**base, "renewed": runtime.now, "lease": lease or base.get("lease")}
+        entry.task = task_id
+        state.write(entry)
+        outcome.notes = [*notes, lease_note(task_id, entry)]
+    return outcome
+
+
+# -- what a change records ----------------------------------------------------------------------------
+
+
+def before_commit(board: Board, change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
+    """What an update adds to the runtime state, checked and planned before its commit:
+    `force` (override a takeover), `retry` (clear the failed attempts), `failure` (a
+    failed attempt with this note). A named holder changing its task renews its lease;
+    one whose task was taken over in another worktree is refused."""
+    record = change.get(task_id)
+    caller = board.caller
+    state = state_of(board.store)
+    runtime = Runtime(state)
+    entry = runtime.entry(record)
+    plan: dict[str, Any] = {}
+    holder = change.was.get(task_id, (record["status"], record["owner"]))
+    if caller and holder == ("in_progress", caller):
+        other = runtime.elsewhere(entry)
+        if other and other[0] == "claimed" and other[1]["owner"] != caller and not intent.get("force"):
+            raise Refused(
+                f"#{task_id} was taken over by {other[1]['owner']} {_where(other[1])} after your lease ran out",
+                "taken-over",
+                task=task_id,
+                holder=other[1]["owner"],
+            )
+        plan["renew"] = caller
+    if intent.get("retry") and entry.failures:
+        plan["retry"] = True
+        outcome.events.append(Event(task_id, "retried", attempts=entry.attempts))
+    failure = intent.get("failure")
+    if failure is not None:
+        by = caller or holder[1]
+        plan["fail"] = {"by": by, "note": failure[:MAX_NOTE]}
+        outcome.events.append(Event(task_id, "failed", note=failure, attempts=entry.attempts + 1, by=by))
+    if plan:
+        change.runtime.setdefault(task_id, {}).update(plan)
+
+
+def record(change: Change, moved: list[Record]) -> None:
+    """Bring the runtime state up to date with a change just written: the tasks whose
+    status or owner moved, and what the operation planned (change.runtime)."""
+    state = state_of(change.store)
+    runtime = Runtime(state)
+    here = state.board
+    ids = sorted({record["id"] for record in moved} | set(change.runtime))
+    moved_ids = {record["id"] for record in moved}
+    for task_id in ids:
+        current = change.records[task_id]
+        if not is_uid(current.get("uid")):
+            continue
+        entry = state.read(current["uid"])
+        before = json.dumps(entry.document(), sort_keys=True)  # a copy: the edits below change the dicts in place
+        if task_id in moved_ids:
+            _follow(entry, current, runtime, here)
+        plan = change.runtime.get(task_id, {})
+        if plan.get("retry"):
+            entry.failures = []
+        if plan.get("fail"):
+            entry.failures.append({**plan["fail"], "at": runtime.now})
+        claim = entry.claim
+        if plan.get("renew") and runtime.here(claim) and claim and claim["owner"] == plan["renew"] and claim["lease"]:
+            claim["renewed"] = runtime.now
+        entry.task = task_id
+        if json.dumps(entry.document(), sort_keys=True) != before or entry.damaged:
+            state.write(entry)
+
+
+def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
+    """The entry after the record's status or owner moved on this board."""
+    status, owner = record["status"], record["owner"]
+    shared = runtime.state.shared
+    if status == "in_progress":
+        if not (runtime.here(entry.claim) and entry.claim and entry.claim["owner"] == owner):
+            now = runtime.now
+            entry.claim = {"owner": owner, "board": here, "at": now, "renewed": now, "lease": None} if shared else None
+        if runtime.here(entry.done):
+            entry.done = None
+    elif status == "completed":
+        entry.claim = None  # completing ends any claim, here or elsewhere
+        entry.done = {"board": here, "by": owner, "at": runtime.now} if shared else None
+        entry.failures = []
+    else:
+        if runtime.here(entry.claim):
+            entry.claim = None
+        if runtime.here(entry.done):
+            entry.done = None
+
+
+def fail(board: Board, task_id: int, note: str) -> Outcome:
+    """Record a failed attempt at task_id without changing its file (a gate that failed)."""
+    from .board import Change
+
+    board._require_board([task_id])
+    with board.store.writing() as notes:
+        change = Change(board.store)
+        change.get(task_id)
+        outcome = Outcome()
+        before_commit(board, change, task_id, outcome, failure=note, force=True)
+        outcome.written = change.commit(outcome.events)
+        outcome.journaled = change.journaled
+        outcome.record = change.get(task_id)
+    outcome.notes[:0] = notes
+    return outcome
+
+
+# -- what the views show --------------------------------------------------------------------------------
+
+
+def facts(store: Store, records: list[Record], now: float | None = None) -> dict[int, dict]:
+    """What the runtime state adds to each task, for views, by id (tasks with nothing to
+    add are left out): `lease` {"holder", "seconds", "expires" (epoch), "expired"},
+    `attempts`, `stuck`, `last_failure`, and `elsewhere` {"kind": "claimed" or
+    "completed", "owner", "board"} when another worktree of the clone holds or did it."""
+    state = state_of(store)
+    runtime = Runtime(state, now)
+    by_uid = {record["uid"]: record for record in records if is_uid(record.get("uid"))}
+    found: dict[int, dict] = {}
+    for uid, entry in state.entries(set(by_uid)).items():
+        record = by_uid[uid]
+        fact: dict[str, Any] = {}
+        claim = runtime.claim_here(record, entry)
+        if claim and claim.get("lease"):
+            expires = entry.expires() or 0.0
+            fact["lease"] = {
+                "holder": claim["owner"],
+                "seconds": claim["lease"],
+                "expires": expires,
+                "expired": runtime.now >= expires,
+            }
+        if entry.failures:
+            fact["attempts"] = entry.attempts
+            fact["stuck"] = entry.stuck
+            fact["last_failure"] = entry.failures[-1]["note"]
+        other = runtime.elsewhere(entry)
+        if other is not None and record["status"] in OPEN:
+            kind, mark = other
+            fact["elsewhere"] = {"kind": kind, "owner": mark.get("owner", mark.get("by", "")), "board": mark["board"]}
+        if fact:
+            found[record["id"]] = fact
+    return found
+
+
+def describe(fact: dict, now: float | None = None) -> list[str]:
+    """A task's runtime facts in plain words, one line each (no command-line flags)."""
+    now = time.time() if now is None else now
+    lines = []
+    lease = fact.get("lease")
+    if lease:
+        if lease["expired"]:
+            lines.append(f"held by {lease['holder']}, lease expired {format_duration(now - lease['expires'])} ago")
+        else:
+            lines.append(
+                f"held by {lease['holder']}, lease {duration_text(lease['seconds'])}, "
+                f"expires in {format_duration(lease['expires'] - now)}"
+            )
+    other = fact.get("elsewhere")
+    if other:
+        who = f" by {other['owner']}" if other["owner"] else ""
+        verb = "claimed" if other["kind"] == "claimed" else "completed"
+        lines.append(f"{verb}{who} in another worktree ({other['board']})")
+    if fact.get("attempts"):
+        count = fact["attempts"]
+        last = f" (last: {fact['last_failure']})" if fact.get("last_failure") else ""
+        if fact.get("stuck"):
+            lines.append(f"stuck: failed {count} times{last}")
+        else:
+            lines.append(f"failed {count} time{'s' if count != 1 else ''}{last}")
+    return lines
+
+
+def not_offered(store: Store, records: list[Record]) -> set[int]:
+    """The ids among `records` that `ready` leaves out although the graph calls them
+    ready: stuck, or claimed or completed in another worktree."""
+    state = state_of(store)
+    runtime = Runtime(state)
+    by_uid = {record["uid"]: record for record in records if is_uid(record.get("uid"))}
+    hidden = set()
+    for uid, entry in state.entries(set(by_uid)).items():
+        if entry.stuck or runtime.elsewhere(entry) is not None:
+            hidden.add(by_uid[uid]["id"])
+    return hidden
+
+
+# -- waiting -----------------------------------------------------------------------------------------------
+
+
+def claim_wait(
+    board: Board, task_id: int | None, owner: str, lease: float | None = None, seconds: float | None = None
+) -> Outcome:
+    """Claim as `claim` does; when nothing is claimable yet but something open could still
+    come to `owner`, wait (holding no lock) until it can be claimed, the `seconds` run
+    out, or nothing is left that could come. Wakes on changes to the board's files and
+    runtime state, and when a lease runs out."""
+    from .watch import watcher_for
+
+    _check_claimer(owner)
+    deadline = None if seconds is None else time.monotonic() + seconds
+    watcher = None
+    try:
+        while True:
+            if watcher is not None:
+                watcher.arm()
+            claimed, refused = _attempt(board, task_id, owner, lease)
+            if claimed is not None:
+                return claimed
+            hope, expiry = prospects(board, owner, task_id)
+            if not hope:
+                raise refused or NotFound(
+                    f"nothing is left that could come to {owner}: every open task is done, held by "
+                    "you, reserved for someone else, stuck, or waits on one of those",
+                    "nothing-left",
+                    owner=owner,
+                )
+            if watcher is None:
+                watcher = watcher_for([str(board.store.root), state_of(board.store).folder])
+                continue  # look once more now that changes are watched: none slips through
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                what = "no task became" if task_id is None else f"#{task_id} did not become"
+                raise NotFound(
+                    f"waited {seconds:g} s; {what} claimable for {owner}", "wait-timeout", owner=owner, seconds=seconds
+                )
+            if expiry is not None:
+                until_expiry = max(0.0, expiry - time.time()) + WAKE_AFTER_EXPIRY
+                timeout = until_expiry if timeout is None else min(timeout, until_expiry)
+            watcher.wait(timeout)
+    finally:
+        if watcher is not None:
+            watcher.close()
+
+
+def _attempt(board: Board, task_id: int | None, owner: str, lease: float | None) -> tuple[Outcome | None, Any]:
+    """One claim: (its outcome, None), or (None, the refusal a waiter may outwait); a
+    missing task, and any other failure, is raised."""
+    try:
+        return claim(board, task_id, owner, lease), None
+    except NotFound:
+        if task_id is not None:
+            raise
+        return None, None
+    except Refused as exc:
+        if task_id is None:
+            raise
+        return None, exc
+
+
+def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, float | None]:
+    """(whether some open task — task_id, when given — could still come to `owner`, the
+    next moment a lease runs out). A task can come unless it is stuck, reserved for
+    someone else, held by the owner itself, completed in another worktree, or waits on
+    a task that cannot finish without the owner or a person (stuck, held by the owner,
+    completed only elsewhere, unreadable, or on a cycle)."""
+    listing = board.listing()
+    state = state_of(board.store)
+    runtime = Runtime(state)
+    records = {record["id"]: record for record in listing.records}
+    finishing: dict[int, bool] = {}
+
+    def can_finish(blocker_id: int, path: frozenset) -> bool:
+        blocker = listing.lookup(blocker_id)
+        if blocker is None or blocker["status"] not in OPEN:
+            return True  # done or gone: blocks nothing
+        if "id" not in blocker or blocker_id in path:
+            return False  # unreadable, or on a cycle: a person must step in
+        if blocker_id not in finishing:
+            entry = runtime.entry(blocker)
+            other = runtime.elsewhere(entry)
+            finishing[blocker_id] = (
+                not entry.stuck
+                and not (other is not None and other[0] == "completed")
+                and not (blocker["status"] == "in_progress" and blocker["owner"] == owner)
+                and all(can_finish(b, path | {blocker_id}) for b in graph.open_blockers(blocker, listing.lookup))
+            )
+        return finishing[blocker_id]
+
+    def could_come(record: Record) -> bool:
+        status = record["status"]
+        if status not in OPEN:
+            return False
+        entry = runtime.entry(record)
+        other = runtime.elsewhere(entry)
+        if entry.stuck or (other is not None and other[0] == "completed"):
+            return False
+        if status == "pending" and record["owner"] not in ("", owner):
+            return False  # reserved for someone else
+        if status == "in_progress" and record["owner"] == owner:
+            return False  # an agent never waits on itself
+        path = frozenset({record["id"]})
+        return all(can_finish(b, path) for b in graph.open_blockers(record, listing.lookup))
+
+    if task_id is not None:
+        chosen = [records[task_id]] if task_id in records else []
+    else:
+        chosen = [record for record in listing.records if record["status"] in OPEN]
+    hope = any(could_come(record) for record in chosen)
+    expiries = [
+        expires
+        for entry in state.entries({r["uid"] for r in chosen if is_uid(r.get("uid"))}).values()
+        if (expires := entry.expires()) is not None and expires > runtime.now
+    ]
+    return hope, min(expiries, default=None)
+
+
+# -- check ---------------------------------------------------------------------------------------------------
+
+
+def state_problems(store: Store, fix: bool = False) -> list[Any]:
+    """`check`'s part: runtime state files that do not read back (each is read as no
+    state at all); with `fix`, removed."""
+    from .check import Problem
+
+    state = state_of(store)
+    problems = []
+    for path in state.damaged():
+        if fix:
+            with state.locked():
+                state.remove(path)
+        problems.append(
+            Problem(
+                path,
+                None,
+                "state",
+                f"{path}: damaged runtime state (a lease or failed-attempt count); it is read as empty",
+                fixed=fix,
+                fixable=True,
+            )
+        )
+    return problems

@@ -1,0 +1,414 @@
+"""Runtime state that git must not commit: leases, failed attempts, and the claims the
+worktrees of one clone share. One small JSON file per task, named by the task's uid.
+
+Where it lives: when the board is inside a git work tree, in git's common folder,
+`<git-common-dir>/tasks/<key>/` (the key names the board's path inside the work tree,
+so every worktree's `.tasks/` shares one folder); else in `<board>/.state/`. The git
+folders are found by reading `.git` (a folder, or a file saying `gitdir: ...`) and
+`commondir`, never by running git.
+
+Writes replace one file atomically (a temporary file in the same folder, then
+`os.replace`) under the state lock, a `flock` on `.lock` in the state folder, taken
+with a deadline after the board lock (never the other way round). Reads take no lock:
+a file is whole or absent. A damaged file reads as no state at all (`check` reports
+it, `check --fix` removes it): runtime state is never a reason to crash.
+
+Runtime state is not fsynced: after a power cut a lease or an attempt count may be
+lost, never torn into something else (a damaged file reads as empty).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import math
+import os
+import stat
+import time
+from contextlib import contextmanager, suppress
+
+from .errors import Busy, Corrupt
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+STATE_FOLDER = ".state"  # inside a board that no git work tree holds
+LOCK_NAME = ".lock"
+STUCK_AFTER = 3  # failed attempts that make a task "stuck"
+MAX_NOTE = 2000  # characters of a failure note kept in the state (the journal keeps the rest)
+_SUFFIX = ".json"
+_HEX = frozenset("0123456789abcdef")
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+# -- where the state lives ---------------------------------------------------------------
+
+
+def locate(board: str) -> tuple[str, bool]:
+    """(the state folder of the board at `board`, whether worktrees share it)."""
+    real = os.path.realpath(board)
+    here = real
+    while True:
+        common = _git_common_dir(here)
+        if common is not None:
+            return f"{common}/tasks/{_key(os.path.relpath(real, here))}", True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return os.path.join(real, STATE_FOLDER), False
+        here = parent
+
+
+def _git_common_dir(top: str) -> str | None:
+    """Git's common folder when `top` is the top of a work tree (it holds `.git`): the
+    `.git` folder itself, or the folder a `.git` file's `gitdir:` names, followed by its
+    `commondir` (linked worktrees); None when `top` holds no usable `.git`."""
+    dot_git = os.path.join(top, ".git")
+    try:
+        info = os.stat(dot_git)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        git_dir = dot_git
+    elif stat.S_ISREG(info.st_mode):
+        text = _small_text(dot_git)
+        if text is None or not text.startswith("gitdir:"):
+            return None
+        git_dir = os.path.join(top, text[len("gitdir:") :].strip())
+    else:
+        return None
+    common = _small_text(os.path.join(git_dir, "commondir"))
+    folder = os.path.join(git_dir, common.strip()) if common and common.strip() else git_dir
+    return os.path.normpath(folder) if os.path.isdir(folder) else None
+
+
+def _small_text(path: str) -> str | None:
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _key(relative: str) -> str:
+    """The board's path inside its work tree as one folder name: `.tasks`, `sub%2F.tasks`."""
+    safe = []
+    for char in relative.replace(os.sep, "/"):
+        if char.isascii() and (char.isalnum() or char in "._-"):
+            safe.append(char)
+        else:
+            safe.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogateescape"))
+    key = "".join(safe)
+    return key if key not in ("", ".", "..") else f"%{key or 'top'}"
+
+
+# -- one task's state -----------------------------------------------------------------------
+
+
+class Entry:
+    """What the runtime state says of one task (by uid): `claim` (who holds it, on which
+    board, since when, with what lease), `done` (completed on which board: worktrees
+    share it), `failures` (each `{"by", "at", "note"}`), and whether the file was damaged."""
+
+    def __init__(self, uid: str, document: dict | None = None, damaged: bool = False):
+        document = document or {}
+        self.uid = uid
+        self.task: int | None = document.get("task")
+        self.claim: dict | None = document.get("claim")
+        self.done: dict | None = document.get("done")
+        self.failures: list[dict] = list(document.get("failures", []))
+        self.damaged = damaged
+
+    def document(self) -> dict:
+        found: dict[str, Any] = {"uid": self.uid, "task": self.task}
+        for key in ("claim", "done"):
+            if getattr(self, key):
+                found[key] = getattr(self, key)
+        if self.failures:
+            found["failures"] = self.failures
+        return found
+
+    def is_empty(self) -> bool:
+        return not (self.claim or self.done or self.failures)
+
+    @property
+    def attempts(self) -> int:
+        return len(self.failures)
+
+    @property
+    def stuck(self) -> bool:
+        return len(self.failures) >= STUCK_AFTER
+
+    def failed_by(self, name: str) -> bool:
+        return any(failure["by"] == name for failure in self.failures)
+
+    def expires(self) -> float | None:
+        """When the claim's lease runs out (seconds since the epoch), None without one."""
+        claim = self.claim
+        if not claim or claim.get("lease") is None:
+            return None
+        return claim["renewed"] + claim["lease"]
+
+    def expired(self, now: float) -> bool:
+        expires = self.expires()
+        return expires is not None and now >= expires
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value) and abs(value) < 1e12
+
+
+def _has(item: Any, texts: tuple[str, ...], numbers: tuple[str, ...]) -> bool:
+    """An object whose `texts` keys hold strings and `numbers` keys finite numbers."""
+    return (
+        type(item) is dict
+        and all(type(item.get(key)) is str for key in texts)
+        and all(_number(item.get(key)) for key in numbers)
+    )
+
+
+def _sound(document: Any, uid: str) -> bool:
+    """Whether a parsed state file has the shape this module writes."""
+    if type(document) is not dict or document.get("uid") != uid:
+        return False
+    claim, done, failures = document.get("claim"), document.get("done"), document.get("failures", [])
+    lease = claim.get("lease") if type(claim) is dict else None
+    return (
+        (document.get("task") is None or type(document["task"]) is int)
+        and (claim is None or _has(claim, ("owner", "board"), ("at", "renewed")))
+        and (lease is None or (_number(lease) and lease > 0))
+        and (done is None or _has(done, ("board", "by"), ("at",)))
+        and type(failures) is list
+        and all(_has(failure, ("by", "note"), ("at",)) for failure in failures)
+    )
+
+
+def is_uid(text: Any) -> bool:
+    return type(text) is str and len(text) == 12 and _HEX.issuperset(text)
+
+
+# -- the state folder -------------------------------------------------------------------------
+
+
+class State:
+    """The runtime state of one board: read one task's entry, list which tasks have one,
+    write entries under the state lock."""
+
+    def __init__(self, board: str, timeout: float = 10.0):
+        self.board = os.path.realpath(board)  # claims name the board that made them
+        self.folder, self.shared = locate(board)
+        self.timeout = timeout
+        self._held = 0
+
+    def names(self) -> set[str]:
+        """The uids that have an entry (one listing of the folder, no file opened)."""
+        try:
+            return {name[: -len(_SUFFIX)] for name in os.listdir(self.folder) if name.endswith(_SUFFIX)}
+        except OSError:
+            return set()
+
+    def read(self, uid: str) -> Entry:
+        """The entry of task `uid`; an empty one when there is none or it is damaged."""
+        if not is_uid(uid):
+            return Entry(uid or "")
+        try:
+            data = self._bytes(f"{self.folder}/{uid}{_SUFFIX}")
+            document = json.loads(data) if data is not None else None
+        except (OSError, ValueError):
+            return Entry(uid, damaged=True)
+        if document is None:
+            return Entry(uid)
+        return Entry(uid, document) if _sound(document, uid) else Entry(uid, damaged=True)
+
+    @staticmethod
+    def _bytes(path: str) -> bytes | None:
+        """A state file's bytes (None when there is none), never through a link or from
+        anything but a regular file (OSError then)."""
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except FileNotFoundError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            return os.read(fd, 1 << 20)
+        finally:
+            os.close(fd)
+
+    def entries(self, uids: set[str]) -> dict[str, Entry]:
+        """The entries of those of `uids` that have one."""
+        return {uid: self.read(uid) for uid in sorted(self.names() & uids)}
+
+    def write(self, entry: Entry) -> None:
+        """Replace (or, when empty, remove) one entry atomically; under the state lock."""
+        assert self._held or not self.shared, "state written outside its lock"
+        path = f"{self.folder}/{entry.uid}{_SUFFIX}"
+        if entry.is_empty():
+            with suppress(FileNotFoundError):
+                os.unlink(path)
+            return
+        self._ensure_folder()
+        temp = f"{self.folder}/.{entry.uid}.{os.getpid()}.tmp"
+        data = json.dumps(entry.document(), ensure_ascii=False, sort_keys=True).encode("utf-8")
+        with suppress(FileNotFoundError):
+            os.unlink(temp)  # a leftover of a killed process with this pid
+        fd = os.open(temp, _WRITE_FLAGS, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+
+    def _ensure_folder(self) -> None:
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+        except OSError as exc:
+            raise self._unusable(self.folder, exc) from None
+        info = os.lstat(self.folder)
+        if not stat.S_ISDIR(info.st_mode):
+            raise Corrupt(f"{self.folder}: should be a folder (runtime state)", self.folder, "state")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the state lock. Board-local state (`.state/`) is written only under the
+        board lock, which the caller holds: its own lock would add nothing."""
+        if self._held or not self.shared:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
+        self._ensure_folder()
+        path = f"{self.folder}/{LOCK_NAME}"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise self._unusable(path, exc) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise Corrupt(f"{path}: should be a regular file (the runtime state's lock)", path, "state")
+            deadline = time.monotonic() + self.timeout
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise Busy(
+                            f"the runtime state is busy: {path} stayed locked for {self.timeout:g} s",
+                            "busy",
+                            timeout=self.timeout,
+                        ) from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+        finally:
+            os.close(fd)  # closing drops the flock; a killed holder's is dropped by the kernel
+
+    def _unusable(self, path: str, exc: OSError) -> Corrupt:
+        if exc.errno == errno.ELOOP:
+            return Corrupt(f"{path}: is a symbolic link; remove it (runtime state)", path, "state")
+        return Corrupt(f"{path}: cannot be used for the runtime state ({exc.strerror})", path, "state")
+
+    # -- check ---------------------------------------------------------------------
+
+    def damaged(self) -> list[str]:
+        """The paths of entries that do not read back (check reports them)."""
+        found = []
+        try:
+            names = sorted(os.listdir(self.folder))
+        except OSError:
+            return []
+        for name in names:
+            if name.startswith(".") or not name.endswith(_SUFFIX):
+                continue
+            uid = name[: -len(_SUFFIX)]
+            if not is_uid(uid) or self.read(uid).damaged:
+                found.append(f"{self.folder}/{name}")
+        return found
+
+    def remove(self, path: str) -> None:
+        """Remove a damaged entry (check --fix); under the state lock."""
+        with suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+# -- durations -------------------------------------------------------------------------------
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_LEASE = 30 * 86400
+
+
+def parse_duration(text: str) -> float:
+    """`90s`, `15m`, `2h`, `1h30m`, `1.5h` or bare seconds (`90`): a positive length of
+    time, at most 30 days. Raises ValueError with what is wrong."""
+    raw = text.strip().lower()
+    if not raw:
+        raise ValueError("empty")
+    total, number = 0.0, ""
+    for char in raw:
+        if char.isdigit() or char == ".":
+            number += char
+        elif char in _UNITS and number:
+            total += _decimal(number) * _UNITS[char]
+            number = ""
+        else:
+            raise ValueError(f"unexpected {char!r}")
+    if number:
+        if total:
+            raise ValueError("a number without a unit after the first part")
+        total = _decimal(number)
+    if not total > 0:
+        raise ValueError("not longer than zero")
+    if total > MAX_LEASE:
+        raise ValueError("longer than 30 days")
+    return total
+
+
+def _decimal(text: str) -> float:
+    if text.count(".") > 1 or text in (".",) or not text.isascii():
+        raise ValueError(f"{text!r} is not a number")
+    return float(text)
+
+
+def format_duration(seconds: float) -> str:
+    """A length of time as a person reads it: `45 s`, `4 min`, `2 h 5 min`, `3 days`."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400:
+        hours, minutes = divmod(int(seconds // 60), 60)
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    days = int(seconds // 86400)
+    return f"{days} day" + ("s" if days != 1 else "")
+
+
+def duration_text(seconds: float) -> str:
+    """A lease as it was asked for: `90s`, `15m`, `2h`."""
+    if seconds % 3600 == 0:
+        return f"{int(seconds // 3600)}h"
+    if seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    return f"{seconds:g}s"
+
+
+def iso(moment: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))

@@ -1,0 +1,166 @@
+"""Sleeping until a folder changes, for `claim --wait`: no busy loop, no lock held.
+
+On Linux the kernel says when (inotify, through ctypes: no thread, no polling; an idle
+waiter costs nothing until a task file or a runtime state entry is replaced). Elsewhere,
+or when inotify is unavailable, the folders' modification times are polled twice a
+second (one `stat` each), which also costs next to nothing.
+
+Only entries whose names do not start with a dot count as changes: the lock files,
+scratch folders and temporary files that every command touches (the waiter's own
+attempts included) never wake anyone.
+
+    watcher = watcher_for([board, state])
+    watcher.arm()         # forget what happened so far: the caller looks at the board now
+    ... look ...
+    watcher.wait(5.0)     # True when something changed since arm(), False after 5 s
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import struct
+import time
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
+
+# inotify(7)
+_IN_CLOSE_WRITE = 0x00000008
+_IN_MOVED_FROM = 0x00000040
+_IN_MOVED_TO = 0x00000080
+_IN_CREATE = 0x00000100
+_IN_DELETE = 0x00000200
+_IN_DELETE_SELF = 0x00000400
+_IN_MOVE_SELF = 0x00000800
+_IN_Q_OVERFLOW = 0x00004000
+_IN_IGNORED = 0x00008000
+_IN_ONLYDIR = 0x01000000
+_MASK = (
+    _IN_CLOSE_WRITE
+    | _IN_MOVED_FROM
+    | _IN_MOVED_TO
+    | _IN_CREATE
+    | _IN_DELETE
+    | _IN_DELETE_SELF
+    | _IN_MOVE_SELF
+    | _IN_ONLYDIR
+)
+_ALWAYS = _IN_Q_OVERFLOW | _IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF  # the watch itself changed: look again
+_EVENT = struct.Struct("iIII")
+
+
+def watcher_for(folders: list[str]) -> Any:
+    """A watcher over the folders that exist (created where they may be: the runtime
+    state folder), inotify when the kernel offers it, else a poller."""
+    present = []
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            os.makedirs(folder, exist_ok=True)
+        if os.path.isdir(folder):
+            present.append(folder)
+    try:
+        return Inotify(present)
+    except OSError:
+        return Poller(present)
+
+
+class Inotify:
+    """The kernel's change notices for a few folders (Linux)."""
+
+    def __init__(self, folders: list[str]):
+        import ctypes  # only a waiting claim pays for it
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            init, add = libc.inotify_init1, libc.inotify_add_watch
+        except (OSError, AttributeError):
+            raise OSError("no inotify") from None
+        add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self.fd = init(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        for folder in folders:
+            if add(self.fd, os.fsencode(folder), _MASK) < 0:
+                error = ctypes.get_errno()
+                os.close(self.fd)
+                raise OSError(error, f"cannot watch {folder}")
+
+    def arm(self) -> None:
+        self._drain()
+
+    def wait(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            readable, _, _ = select.select([self.fd], [], [], remaining)
+            if not readable:
+                return False
+            if self._drain():
+                return True
+
+    def _drain(self) -> bool:
+        """Read every queued notice; whether one of them is a change that counts."""
+        relevant = False
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return relevant
+            offset = 0
+            while offset + _EVENT.size <= len(data):
+                _, mask, _, length = _EVENT.unpack_from(data, offset)
+                name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
+                offset += _EVENT.size + length
+                if mask & _ALWAYS or (name and not name.startswith(b".")):
+                    relevant = True
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class Poller:
+    """Folder modification times polled every INTERVAL seconds. A change within the file
+    system's timestamp granularity of the last look could leave the time unchanged, so
+    a look taken that soon after a change is trusted only once RACY seconds have passed."""
+
+    INTERVAL = 0.5
+    RACY = 2.0
+
+    def __init__(self, folders: list[str]):
+        self.folders = folders
+        self.arm()
+
+    def _signature(self) -> tuple:
+        found: list[tuple[int, int] | None] = []
+        for folder in self.folders:
+            try:
+                info = os.stat(folder)
+                found.append((info.st_mtime_ns, info.st_ino))
+            except OSError:
+                found.append(None)
+        return tuple(found)
+
+    def arm(self) -> None:
+        self.seen = self._signature()
+        self.armed = time.time()
+        newest = max((mark[0] for mark in self.seen if mark), default=0) / 1e9
+        self.racy_until = newest + self.RACY if self.armed - newest < self.RACY else None
+
+    def wait(self, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            time.sleep(self.INTERVAL if remaining is None else min(self.INTERVAL, remaining))
+            if self._signature() != self.seen:
+                return True
+            if self.racy_until is not None and time.time() >= self.racy_until:
+                self.racy_until = None
+                return True
+
+    def close(self) -> None:
+        pass
