@@ -95,8 +95,6 @@ def _where(mark: dict) -> str:
 def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
     """Take task_id (or the first claimable task in ready order) for owner, optionally with a
     lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
-    from .board import Change
-
     _check_claimer(owner)
     store = board.store
     if not store.root.is_dir():
@@ -105,7 +103,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
     state = state_of(store)
     with store.writing() as notes, state.locked():
         runtime = Runtime(state)
-        change = Change(store)
+        change = board.change()
         outcome = Outcome()
         if task_id is None:
             record = _first_claimable(store, change, runtime, owner, outcome)
@@ -374,7 +372,8 @@ def before_commit(board: Board, change: Change, task_id: int, outcome: Outcome, 
     if failure is not None:
         by = caller or holder[1]
         plan["fail"] = {"by": by, "note": failure[:MAX_NOTE]}
-        outcome.events.append(Event(task_id, "failed", note=failure, attempts=entry.attempts + 1, by=by))
+        noted = {"note": failure} if failure else {}
+        outcome.events.append(Event(task_id, "failed", **noted, attempts=entry.attempts + 1, by=by))
     if plan:
         change.runtime.setdefault(task_id, {}).update(plan)
 
@@ -431,11 +430,9 @@ def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
 
 def fail(board: Board, task_id: int, note: str) -> Outcome:
     """Record a failed attempt at task_id without changing its file (a gate that failed)."""
-    from .board import Change
-
     board._require_board([task_id])
     with board.store.writing() as notes:
-        change = Change(board.store)
+        change = board.change()
         change.get(task_id)
         outcome = Outcome()
         before_commit(board, change, task_id, outcome, failure=note, force=True)

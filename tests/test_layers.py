@@ -28,7 +28,21 @@ LAYERS = [
     {"render"},
     {"invocation"},
     {"messages"},
-    {"__init__", "board", "check", "store", "journal", "views", "graph", "outcome", "model", "errors"},  # the core
+    {
+        "__init__",
+        "board",
+        "check",
+        "store",
+        "journal",
+        "views",
+        "graph",
+        "outcome",
+        "model",
+        "errors",
+        "claims",
+        "state",
+        "watch",
+    },  # the core
 ]
 CORE = LAYERS[-1]
 ONLY_USER_OF = {

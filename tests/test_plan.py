@@ -251,7 +251,8 @@ def test_done_and_release_outcomes_carry_the_note_and_the_failure():
         board.claim(1, "amy")
         outcome = board.release(1, note="tests hang", failed=True)
         assert [e.what for e in outcome.events] == ["released", "failed"]
-        assert outcome.events[-1].data == {"note": "tests hang"}
+        # the runtime state counts the attempt
+        assert outcome.events[-1].data == {"note": "tests hang", "attempts": 1, "by": "amy"}
         board.claim(1, "amy")
         outcome = board.done(1, note="ok now")
         assert [e.what for e in outcome.events] == ["completed", "note"]

@@ -63,14 +63,9 @@ def stderr_lines(result) -> list[dict]:
 
 
 def fail(run, task_id: int, note: str, caller: str) -> None:
-    """One failed attempt by `caller`: claimed, then released as failed (the core's
-    failure recording; `tasks release --failed` is the command line's way to it)."""
+    """One failed attempt by `caller`: claimed, then released as failed."""
     run("--as", caller, "claim", str(task_id))
-    board = run.board_dir
-    from taskboard.board import Board
-    from taskboard.model import Patch
-
-    Board(Store(board), caller).update(task_id, Patch(status="pending"), failure=note)
+    run("--as", caller, "release", str(task_id), "--failed", "--note", note)
 
 
 # -- durations ----------------------------------------------------------------------------------
