@@ -112,7 +112,7 @@ def test_a_lease_is_kept_outside_the_committed_files(run, three):
     assert (claim["owner"], claim["lease"]) == ("ann", 900)
     assert claim["renewed"] + claim["lease"] == pytest.approx(time.time() + 900, abs=60)
     changed = {name for name in committed(three) if committed(three)[name] != before.get(name)}
-    assert changed == {"task_1.json"}
+    assert changed == {"task_1.json", "journal", "journal/ann.jsonl"}  # the claim itself, and its journal event
 
 
 def test_tasks_lease_sets_the_lease(run, three):
@@ -244,7 +244,9 @@ def test_a_failed_gate_records_an_attempt_without_changing_the_task(run, three):
 
     outcome = Board(Store(three), "ann").fail(1, "gate exit 1")
     assert [e.what for e in outcome.events] == ["failed"]
-    assert committed(three) == before
+    after = committed(three)
+    assert {name for name in after if after[name] != before.get(name)} == {"journal/ann.jsonl"}
+    assert b'"event": "failed", "note": "gate exit 1"' in after["journal/ann.jsonl"]
     assert entry_of(three, 1)["failures"][0]["note"] == "gate exit 1"
 
 
