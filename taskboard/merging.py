@@ -1,0 +1,456 @@
+"""Three-way merges of task records and of whole boards, matched by `uid`. Pure: no git,
+no files, no clock; every rule is symmetric, so the result does not depend on which side
+is "ours" (git swaps the sides during a rebase).
+
+- `merge_record`: one task changed on two sides, field by field against the ancestor.
+- `merge_file`: what git's merge driver does for one `task_N.json`. The records of the
+  three versions are matched by uid; when both branches created a different task #N,
+  both are kept: one stays #N, the other is parked in the same file under PENDING_KEY
+  (a driver may write only its own file) until the board can give it a free id.
+- `merge_boards`: the whole board, exactly. Each side's edges are translated to uids
+  first, so an edge follows its task wherever the task ends up; parked tasks get their
+  ids; `repair` then restores what only the whole board can see (a completion on one
+  side unblocks the other side's new dependent; a deletion drops the other side's edges).
+- `settle_pending`: the same for a board whose parked tasks came without the commits
+  they were merged from (a merge commit pulled from a clone that never finished it).
+"""
+
+from __future__ import annotations
+
+import json
+
+from . import graph
+from .model import EDGE_KEYS, OPEN, Record, encode, parse_json, problems_of, unparsable
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+PENDING_KEY = "pendingRenumber"  # in task_N.json: other tasks a merge left at #N, each {"side", "task"}
+SIDES = ("ours", "theirs")
+_ABSENT = object()  # a key one version does not have
+
+
+class Unmergeable(Exception):
+    """A version git handed over cannot be read as task records: a person must decide."""
+
+
+class BoardMerge:
+    """A merged board by id, the renumbering it did, and what a person should hear."""
+
+    def __init__(self, records: dict[int, Record]):
+        self.records = records
+        self.moved: list[tuple[str, int, int]] = []  # (uid, id on its branch, new id)
+        self.notes: list[str] = []
+
+
+# -- one record ------------------------------------------------------------------------
+
+
+def merge_record(base: Record | None, ours: Record, theirs: Record) -> Record:
+    """One task changed on two sides (base None: both added it). A field changed on one
+    side takes that side; changed on both to different values, the side with the later
+    `updatedAt` wins, equal times the side whose record reads greater as JSON (a rule that
+    ignores which side is ours). Edge lists merge as sets, `metadata` key by key, unknown
+    keys like any field; a deletion wins and leaves no edges; `updatedAt` is the later one."""
+    if ours is theirs or _text(ours) == _text(theirs):
+        return ours
+    if base is not None and _text(base) == _text(ours):
+        return theirs
+    if base is not None and _text(base) == _text(theirs):
+        return ours
+    theirs_wins = _wins(theirs, ours)
+    first, second = (theirs, ours) if theirs_wins else (ours, theirs)
+    old = base if base is not None else {}
+    merged: dict[str, Any] = {}
+    for key in dict.fromkeys([*old, *first, *second]):
+        b, o, t = old.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
+        if key in EDGE_KEYS:
+            value: Any = _merge_set(b, o, t)
+        elif key == "metadata" and all(isinstance(v, dict) or v is _ABSENT for v in (b, o, t)):
+            value = _merge_mapping(b, o, t, theirs_wins)
+        elif key == "updatedAt" and isinstance(o, str) and isinstance(t, str):
+            value = max(o, t)
+        elif key == "id" and isinstance(o, int) and isinstance(t, int) and o != t != b != o:
+            value = max(o, t)  # moved to two new ids: the higher one, so no id is ever given twice
+        else:
+            value = _pick(b, o, t, theirs_wins)
+        if value is not _ABSENT:
+            merged[key] = value
+    if "deleted" in (ours.get("status"), theirs.get("status")):
+        merged.update(status="deleted", blockedBy=[], blocks=[])
+    return merged
+
+
+def _text(value: Any) -> str:
+    """Exact JSON text: 1, 1.0 and true differ, as they do in a file."""
+    return "\x00absent" if value is _ABSENT else json.dumps(value, ensure_ascii=False)
+
+
+def _wins(theirs: Record, ours: Record) -> bool:
+    """Does theirs win a field both sides changed? The later updatedAt, then the greater JSON."""
+    return (str(theirs.get("updatedAt", "")), json.dumps(theirs, sort_keys=True, ensure_ascii=False)) > (
+        str(ours.get("updatedAt", "")),
+        json.dumps(ours, sort_keys=True, ensure_ascii=False),
+    )
+
+
+def _pick(b: Any, o: Any, t: Any, theirs_wins: bool) -> Any:
+    text_o, text_t = _text(o), _text(t)
+    if text_o == text_t:
+        return o
+    text_b = _text(b)
+    if text_b == text_o:
+        return t
+    if text_b == text_t:
+        return o
+    return t if theirs_wins else o
+
+
+def _merge_set(b: Any, o: Any, t: Any) -> list:
+    """Both sides' additions and removals: kept where both have it or one side added it."""
+    base = set(b) if isinstance(b, list) else set()
+    mine = set(o) if isinstance(o, list) else set()
+    other = set(t) if isinstance(t, list) else set()
+    return sorted((mine & other) | (mine - base) | (other - base), key=_edge_order)
+
+
+def _edge_order(item: Any) -> tuple:
+    return (isinstance(item, str), item)
+
+
+def _merge_mapping(b: Any, o: Any, t: Any, theirs_wins: bool) -> dict:
+    old = b if isinstance(b, dict) else {}
+    mine = o if isinstance(o, dict) else {}
+    other = t if isinstance(t, dict) else {}
+    first, second = (other, mine) if theirs_wins else (mine, other)
+    merged = {}
+    for key in dict.fromkeys([*old, *first, *second]):
+        value = _pick(old.get(key, _ABSENT), mine.get(key, _ABSENT), other.get(key, _ABSENT), theirs_wins)
+        if value is not _ABSENT:
+            merged[key] = value
+    return merged
+
+
+# -- one file (the merge driver) --------------------------------------------------------------
+
+
+def read_version(data: bytes, name: str, label: str) -> list[tuple[str | None, Record]]:
+    """The records one version of a task file holds: the task itself, then any task a
+    merge parked there, each with the side it came from (None for the task itself).
+    Anything that is not a sound record raises Unmergeable naming the version and rule."""
+    try:
+        record = parse_json(data)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise Unmergeable(f"{label}: {unparsable(data, exc)}") from None
+    if isinstance(record, dict) and PENDING_KEY in record:
+        record = dict(record)
+        parked = record.pop(PENDING_KEY)
+    else:
+        parked = []
+    entries: list[tuple[str | None, Any]] = [(None, record)]
+    if not isinstance(parked, list):
+        raise Unmergeable(f"{label}: {PENDING_KEY!r} should be a list of parked tasks")
+    for item in parked:
+        if not (isinstance(item, dict) and item.get("side") in SIDES and isinstance(item.get("task"), dict)):
+            raise Unmergeable(f"{label}: {PENDING_KEY!r} holds an entry that is not {{'side', 'task'}}")
+        entries.append((item["side"], item["task"]))
+    for _side, entry in entries:
+        problems = problems_of(entry, name)
+        if problems:
+            raise Unmergeable(f"{label}: {problems[0][1]}")
+    return entries
+
+
+def merge_file(base: bytes, ours: bytes, theirs: bytes, name: str) -> bytes:
+    """The merge driver's answer for one task file (base empty: both sides added it).
+    Records are matched by uid; two different tasks at one id are both kept, the one
+    that keeps the id chosen by `_keeper`, the other parked under PENDING_KEY with the
+    side it came from. Raises Unmergeable when a version is damaged."""
+    versions = [
+        read_version(data, name, label) if (data or label != "base") else []
+        for data, label in ((base, "base"), (ours, "ours"), (theirs, "theirs"))
+    ]
+    sides = [_FileSide(entries) for entries in versions]
+    old, mine, other = sides
+    merged: dict[str, Record] = {}
+    labels: dict[str, str] = {}
+    for key in dict.fromkeys([*mine.by_key, *other.by_key]):
+        b, o, t = old.by_key.get(key), mine.by_key.get(key), other.by_key.get(key)
+        if o is None or t is None:
+            present = o if o is not None else t
+            assert present is not None
+            if b is not None and _text(b) == _text(present):
+                continue  # gone from one side's file, unchanged on the other: it left this file
+            merged[key] = present
+        else:
+            merged[key] = merge_record(b, o, t)
+        labels[key] = mine.label.get(key) or other.label.get(key) or ("ours" if t is None else "theirs")
+    if not merged:
+        raise Unmergeable("neither side keeps a task in this file")
+    task_id = next(iter(merged.values()))["id"]
+    keeper = min(merged, key=lambda key: _keeper_rank(key, merged[key], old.main))
+    record = dict(merged[keeper])
+    parked = [key for key in merged if key != keeper]
+    if parked:
+        parked.sort(key=lambda key: (str(merged[key].get("createdAt", "")), key))
+        record[PENDING_KEY] = [{"side": labels[key], "task": _canonical(merged[key])} for key in parked]
+    record["id"] = task_id
+    return encode(record)
+
+
+class _FileSide:
+    """The records of one version of one task file, by identity."""
+
+    def __init__(self, entries: list[tuple[str | None, Record]]):
+        self.by_key: dict[str, Record] = {}
+        self.label: dict[str, str] = {}
+        self.main: str | None = None
+        for side, record in entries:
+            key = _identity(record)
+            self.by_key.setdefault(key, record)
+            if side is None:
+                self.main = key
+            else:
+                self.label.setdefault(key, side)
+
+
+def _identity(record: Record) -> str:
+    uid = record.get("uid")
+    return uid if isinstance(uid, str) else f"#{record['id']}"
+
+
+def _keeper_rank(key: str, record: Record, held_before: str | None) -> tuple:
+    """Who keeps an id two tasks want: the one that held it in the common ancestor, else
+    the one created first, else the smaller uid. The same whichever side is ours."""
+    return (key != held_before, str(record.get("createdAt", "")), key)
+
+
+def _canonical(record: Record) -> dict:
+    """A record as encode() would write it (parked tasks are nested, so not encoded alone)."""
+    return json.loads(encode({key: value for key, value in record.items() if key != PENDING_KEY}))
+
+
+# -- the whole board --------------------------------------------------------------------------
+
+
+class _Side:
+    """One version of a board: every record by identity (its uid), the identity each id
+    names there, and every edge as a pair of identities. A parked task is a record at its
+    file's id, but the id names the file's own task."""
+
+    def __init__(self, entries: Iterable[Record], base: _Side | None = None):
+        self.by_key: dict[str, Record] = {}
+        self.at: dict[int, str] = {}
+        self.label: dict[str, str] = {}
+        self.duplicates: list[str] = []
+        for entry in entries:
+            main = dict(entry)
+            parked = main.pop(PENDING_KEY, None)
+            self._add(main, base, None)
+            for item in parked if isinstance(parked, list) else ():
+                if isinstance(item, dict) and isinstance(item.get("task"), dict):
+                    self._add(item["task"], base, item.get("side") if item.get("side") in SIDES else "theirs")
+
+    def _add(self, record: Record, base: _Side | None, side: str | None) -> None:
+        task_id = record["id"]
+        key = _identity(record)
+        if base is not None and key not in base.by_key and base.at.get(task_id, "").startswith("#"):
+            key = base.at[task_id]  # a hand-written record without uid got one on its first rewrite
+        if key in self.by_key:
+            self.duplicates.append(key)
+            return
+        self.by_key[key] = record
+        if side is None:
+            self.at.setdefault(task_id, key)
+        else:
+            self.label[key] = side
+
+    def ids(self) -> set[int]:
+        return {record["id"] for record in self.by_key.values()}
+
+    def name(self, task_id: int) -> str:
+        return self.at.get(task_id, f"?{task_id}")
+
+    def translated(self, key: str) -> Record | None:
+        """The record with its edges as identities (`?N` for an id nothing holds here)."""
+        record = self.by_key.get(key)
+        if record is None:
+            return None
+        copy = dict(record)
+        for edge in EDGE_KEYS:
+            if isinstance(copy.get(edge), list):
+                copy[edge] = sorted({self.name(i) for i in copy[edge]})
+        return copy
+
+    def pairs(self) -> set[tuple[str, str]]:
+        """Every edge (blocker, dependent) that either end's list states."""
+        found = set()
+        for key, record in self.by_key.items():
+            found |= {(key, self.name(i)) for i in record.get("blocks", ())}
+            found |= {(self.name(i), key) for i in record.get("blockedBy", ())}
+        return found
+
+
+def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterable[Record]) -> BoardMerge:
+    """Three versions of a board merged exactly. Tasks are matched by uid and merged with
+    `merge_record`; the edges are one relation of (blocker, dependent) pairs of uids,
+    merged as a set (an edge one side added is kept, one a side removed goes), so every
+    edge follows its task when the task is renumbered. A deleted task loses every edge;
+    `blockedBy` lists an edge's blocker only while it is open (a completion on one side
+    unblocks the other side's new dependents). Tasks that want one id: one keeps it
+    (`_keeper_rank`), the others move to fresh ids above every id either side used."""
+    old = _Side(base)
+    mine, other = _Side(ours, old), _Side(theirs, old)
+    merged: dict[str, Record] = {}
+    notes: list[str] = []
+    for key in dict.fromkeys([*mine.by_key, *other.by_key]):
+        b, o, t = old.translated(key), mine.translated(key), other.translated(key)
+        if o is None or t is None:
+            present = o if o is not None else t
+            assert present is not None
+            if b is not None and _text(b) == _text(present):
+                continue  # its file was removed on one side and it is unchanged on the other
+            if b is not None:
+                notes.append(f"#{present['id']} was removed on one side but changed on the other; it is kept")
+            merged[key] = present
+        else:
+            merged[key] = merge_record(b, o, t)
+    for side in (mine, other):
+        notes += [f"uid {key} is in two files on one side; the first one was kept" for key in side.duplicates]
+    base_pairs, our_pairs, their_pairs = old.pairs(), mine.pairs(), other.pairs()
+    pairs = (our_pairs & their_pairs) | (our_pairs - base_pairs) | (their_pairs - base_pairs)
+    final = _place(merged, old, [mine, other])
+    result = BoardMerge({})
+    result.moved = sorted(
+        ((key, record["id"], final[key]) for key, record in merged.items() if final[key] != record["id"]),
+        key=lambda move: move[2],
+    )
+    result.records, derived = _derive(merged, pairs, final)
+    result.notes = sorted(notes) + [f"#{old_id} (uid {uid}) became #{new}" for uid, old_id, new in result.moved]
+    result.notes += derived
+    return result
+
+
+def _place(merged: dict[str, Record], old: _Side, sides: list[_Side]) -> dict[str, int]:
+    """The final id of every task: the id it merged to, unless another task keeps that id."""
+    wanted: dict[int, list[str]] = {}
+    for key, record in merged.items():
+        wanted.setdefault(record["id"], []).append(key)
+    used = set(wanted) | old.ids()
+    for side in sides:
+        used |= side.ids()
+    fresh = max(used, default=0)
+    final: dict[str, int] = {}
+    movers: list[str] = []
+    for task_id, keys in wanted.items():
+        keeper = min(keys, key=lambda key: _keeper_rank(key, merged[key], old.at.get(task_id)))
+        final[keeper] = task_id
+        movers += [key for key in keys if key != keeper]
+    for key in sorted(movers, key=lambda key: (str(merged[key].get("createdAt", "")), key)):
+        fresh += 1
+        final[key] = fresh
+    return final
+
+
+def _derive(records: dict, pairs: set[tuple], final: dict) -> tuple[dict[int, Record], list[str]]:
+    """The board by final id with both lists written from one edge relation: `blocks`
+    holds every edge of a live task (a completed one's as history), `blockedBy` those whose
+    blocker is open; a deleted task has none and is named by none; an edge to a task that
+    does not exist is dropped. A record whose lists changed beyond its own merge takes the
+    later `updatedAt` of itself and the tasks that changed them, so every clone agrees."""
+    notes: list[str] = []
+    live = {key for key, record in records.items() if record.get("status") != "deleted"}
+    blocks: dict = {key: set() for key in records}
+    blocked: dict = {key: set() for key in records}
+    dropped: dict = {}
+    for blocker, dependent in pairs:
+        if blocker in live and dependent in live:
+            blocks[blocker].add(dependent)
+            if records[blocker].get("status") in OPEN:
+                blocked[dependent].add(blocker)
+        else:
+            for end, far in ((blocker, dependent), (dependent, blocker)):
+                if end in live and far not in records:
+                    dropped.setdefault(end, set()).add(far)
+    out: dict[int, Record] = {}
+    for key, record in records.items():
+        new = dict(record)
+        new["id"] = final[key]
+        new["blocks"] = sorted(final[k] for k in blocks[key])
+        new["blockedBy"] = sorted(final[k] for k in blocked[key])
+        causes = (blocks[key] ^ set(record.get("blocks", ()))) | (blocked[key] ^ set(record.get("blockedBy", ())))
+        later = [str(records[k].get("updatedAt", "")) for k in causes if k in records]
+        if later and max(later) > str(new.get("updatedAt", "")):
+            new["updatedAt"] = max(later)
+        out[new["id"]] = new
+        if key in dropped:
+            notes.append(f"#{new['id']} lost its edge(s) to tasks that do not exist")
+    cycles = graph.find_cycles({task_id: list(record["blocks"]) for task_id, record in out.items()})
+    notes += [f"the merge closed the cycle {graph.format_cycle(cycle)}; remove one of its edges" for cycle in cycles]
+    return out, notes
+
+
+def settle_pending(entries: Iterable[Record]) -> BoardMerge:
+    """Give every parked task a free id when the commits it was merged from are not at
+    hand. The twins at a shared id (the file's task and the ones parked beside it) list
+    their neighbours as on their own branch, so their edges are exact: an id that is
+    itself shared resolves to the twin from the same side. Any other task's mention of a
+    shared id is ambiguous and left out; the twins' own lists restore those edges. Only a
+    completed task's history edge to a shared id that no twin explains cannot be rebuilt:
+    it stays on the id, and a note says so."""
+    side = _Side(entries)
+    at: dict[int, dict[str, str]] = {}  # shared id -> side label -> identity
+    for key, label in side.label.items():
+        at.setdefault(side.by_key[key]["id"], {}).setdefault(label, key)
+    for task_id, labels in at.items():
+        if len(labels) == 1:
+            labels["theirs" if "ours" in labels else "ours"] = side.at[task_id]
+    label_of = {key: label for labels in at.values() for label, key in labels.items()}
+    twins = set(label_of) | {side.at[task_id] for task_id in at}
+    final = {key: record["id"] for key, record in side.by_key.items()}
+    result = BoardMerge({})
+    fresh = max(side.ids(), default=0)
+    for key in sorted(side.label, key=lambda k: (str(side.by_key[k].get("createdAt", "")), k)):
+        fresh += 1
+        result.moved.append((key, final[key], fresh))
+        final[key] = fresh
+
+    def resolve(task_id: int, label: str | None) -> str:
+        if task_id in at and label is not None:
+            return at[task_id].get(label, side.name(task_id))
+        return side.name(task_id)
+
+    pairs: set[tuple[str, str]] = set()
+    for key, record in side.by_key.items():
+        own_side = label_of.get(key)
+        for edge in EDGE_KEYS:
+            for task_id in record.get(edge, ()):
+                if key not in twins and task_id in at:
+                    reverse = "blockedBy" if edge == "blocks" else "blocks"
+                    explained = [t for t in at[task_id].values() if record["id"] in side.by_key[t].get(reverse, ())]
+                    # an edge of a completed task is history: its dependent's list does not show it
+                    history = edge == "blocks" and (not explained or record.get("status") == "completed")
+                    if history and len(explained) < len(at[task_id]):
+                        result.notes.append(
+                            f"#{record['id']} lists #{task_id} in blocks, where a merge put two tasks; "
+                            f"nothing says which one its history edge meant{'' if explained else f' (kept on #{task_id})'}"
+                        )
+                    if explained or not history:
+                        continue  # the twins' own lists say which of them it meant
+                other = resolve(task_id, own_side)
+                pairs.add((key, other) if edge == "blocks" else (other, key))
+    result.records, derived = _derive(side.by_key, pairs, final)
+    result.notes += [f"#{old_id} (uid {uid}) became #{new}" for uid, old_id, new in result.moved] + derived
+    return result
+
+
+def repair(records: dict[int, Record]) -> tuple[dict[int, Record], list[str]]:
+    """A board whose lists may disagree (a merge git made file by file, a hand edit) with
+    DESIGN §2 restored: both lists written again from the edges either list states, as
+    `check --fix` would (a constraint is never dropped), a completed blocker out of
+    `blockedBy`, a deleted task unlinked. Cycles are named, not broken."""
+    pairs = {(task_id, other) for task_id, record in records.items() for other in record.get("blocks", ())}
+    pairs |= {(other, task_id) for task_id, record in records.items() for other in record.get("blockedBy", ())}
+    return _derive(records, pairs, {task_id: task_id for task_id in records})
