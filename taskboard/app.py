@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     inv = Invocation()
     inv.argv = args
     try:
-        fast = fast_command(args, inv)
+        fast = _git_entry(args) or fast_command(args, inv)
         return fast() if fast is not None else _run_click(args, inv)
     except TaskError as exc:
         return fail(json_mode, exc.code, error_text(exc), exc.exit_code)
@@ -44,6 +44,16 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("TASKS_DEBUG"):
             raise
         return fail(json_mode, "internal", internal_text(exc), 1)
+
+
+def _git_entry(args: list[str]) -> Callable[[], int] | None:
+    """`merge-driver` and `git-hook`: run by git for the wiring `tasks init` sets up
+    (taskboard.gitwire), without click and without looking for a board."""
+    if args[:1] not in (["merge-driver"], ["git-hook"]):
+        return None
+    from . import gitwire
+
+    return lambda: gitwire.run_driver(args[1:]) if args[0] == "merge-driver" else gitwire.run_hook(args[1:])
 
 
 def _run_click(args: list[str], inv: Invocation) -> int:

@@ -43,6 +43,7 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     ones are repaired in one all-or-nothing write and marked fixed."""
     problems: list[Problem] = []
     records = _read_records(store, problems)
+    problems += _parked(records)
     fixes: dict[int, dict] = {}  # id -> edited copy of the record
 
     def fixed_copy(task_id: int) -> dict:
@@ -224,3 +225,26 @@ def _journal_problems(store: Store) -> list[Problem]:
         where = f"{flaw.file} line {flaw.line}" if flaw.line else flaw.file
         found.append(Problem(flaw.file, None, "journal", f"{where}: {flaw.message}", reason=flaw.reason))
     return found
+
+
+def _parked(records: dict[int, dict]) -> list[Problem]:
+    """Tasks a merge left beside another at one id (taskboard.merging); finishing the
+    merge (taskboard.gitwire.settle) gives each a free id."""
+    from .merging import PENDING_KEY
+
+    problems = []
+    for task_id, record in sorted(records.items()):
+        parked = record.get(PENDING_KEY)
+        for item in parked if isinstance(parked, list) else []:
+            uid = item.get("task", {}).get("uid", "?") if isinstance(item, dict) else "?"
+            problems.append(
+                Problem(
+                    file_name(task_id),
+                    task_id,
+                    "parked-task",
+                    f"a merge left a second task #{task_id} (uid {uid}) in {file_name(task_id)}; "
+                    "finishing the merge gives it a free id",
+                    fixable=True,
+                )
+            )
+    return problems

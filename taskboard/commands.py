@@ -45,12 +45,21 @@ def damage(inv: Invocation, listing: Listing) -> None:
 
 
 def init(inv: Invocation) -> int:
+    from .gitwire import GitError, wire
+
     created = inv.board.init()
     root = str(inv.board.store.root)
+    try:
+        wired = wire(inv.board.store.root)  # None outside a git work tree
+    except (GitError, OSError) as exc:
+        wired = None
+        inv.warn(f"could not wire git for merging the board: {exc}")
     if inv.json:
-        inv.data({"board": root, "created": created})
+        inv.data({"board": root, "created": created, "git": wired})
     else:
         write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
+        for line in wired or ():
+            write(sys.stderr, f"git: {line}\n")
     return 0
 
 
@@ -239,7 +248,12 @@ def graph(
 
 def check(inv: Invocation, fix: bool = False) -> int:
     """Validate every file and invariant; 0 when sound (after fixing), else 6."""
-    problems = [problem_document(problem) for problem in inv.board.check(fix=fix)]
+    from .gitwire import check_problems
+
+    found = check_problems(inv.board.store, fix=True) if fix else []  # a merge finished first
+    found += inv.board.check(fix=fix)
+    found += check_problems(inv.board.store, fix=False)  # what git left or lacks
+    problems = [problem_document(problem) for problem in found]
     ok = all(problem["fixed"] for problem in problems)
     if inv.json:
         inv.data({"ok": ok, "problems": problems})

@@ -24,7 +24,7 @@ import json
 import os
 import stat
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import Busy, Corrupt, NotFound, UsageError
@@ -43,7 +43,7 @@ SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
 DEFAULT_TIMEOUT = 10.0
 GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n.state/\n"
-GITATTRIBUTES = "task_*.json text eol=lf\njournal/*.jsonl merge=union\n"
+GITATTRIBUTES = "task_*.json text eol=lf merge=tasks\njournal/*.jsonl merge=union\n"  # merge=tasks: gitwire's driver
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -341,28 +341,33 @@ class Store:
 
     # -- writing (under the exclusive lock) -----------------------------------
 
-    def write(self, files: dict[str, bytes], appends: dict[str, bytes] | None = None) -> None:
+    def write(
+        self, files: dict[str, bytes], appends: dict[str, bytes] | None = None, remove: list[str] | None = None
+    ) -> None:
         """Replace the named board files and append lines to journal shards
         (taskboard.journal) as one change: all of it or none, even if the process is
-        killed at any instant."""
+        killed at any instant. `remove`: task files that go in the same change (only a
+        merge that found one task in two files removes one)."""
         assert self._exclusive, "write outside the board lock"
-        if not files and not appends:
+        if not files and not appends and not remove:
             return
         if appends:
             from .journal import check_writable
 
             check_writable(self.root, appends)
         self.scratch.mkdir(exist_ok=True)
-        if len(files) == 1 and not appends:
+        if len(files) == 1 and not appends and not remove:
             self._apply(files)
             return
         intent: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
         if appends:
             intent["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
+        if remove:
+            intent["remove"] = list(remove)
         self._replace(self.scratch, INTENT_NAME, json.dumps(intent, ensure_ascii=False).encode("utf-8"))
         _fsync_folder(self.scratch)
-        if files:
-            self._apply(files, journaled=True)
+        if files or remove:
+            self._apply(files, journaled=True, remove=remove)
         self._append(appends or {})
         os.unlink(self.scratch / INTENT_NAME)
         _fsync_folder(self.scratch)
@@ -390,12 +395,16 @@ class Store:
         self._replace(self.root, name, text.encode("utf-8"))
         _fsync_folder(self.root)
 
-    def _apply(self, files: dict[str, bytes], journaled: bool = False) -> None:
+    def _apply(self, files: dict[str, bytes], journaled: bool = False, remove: list[str] | None = None) -> None:
         # Under a durable intent a file lost to a crash is written again from the intent, so
         # the files need to be durable only before the intent goes: sync them after the last
         # replace, together (a quarter less time for 100 files), not one by one before each.
         for name, data in files.items():
             self._replace(self.root, name, data, sync=not journaled)
+        for name in remove or ():
+            if id_from_file_name(name) is not None:  # a task file of this board, never anything else
+                with suppress(FileNotFoundError):
+                    os.unlink(self.root / name)
         if journaled:
             for name in files:
                 fd = os.open(os.path.join(self.root, name), _READ_FLAGS)
@@ -451,11 +460,12 @@ class Store:
                     if id_from_file_name(name) is not None
                 }
                 appends = _intent_appends(intent)
+                remove = [str(name) for name in intent.get("remove", [])]
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
-                if files:
-                    self._apply(files, journaled=True)
+                if files or remove:
+                    self._apply(files, journaled=True, remove=remove)
                 lost = self._append(appends, replay=True)
                 ids = sorted(id_from_file_name(name) or 0 for name in files)
                 what = ids_text(ids) if ids else "the journal"

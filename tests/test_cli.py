@@ -326,7 +326,9 @@ def test_init_writes_git_files(run, board_dir):
     assert result["created"] == [".gitignore", ".gitattributes"]
     assert run.json("init")["created"] == []
     assert ".lock" in (board_dir / ".gitignore").read_text()
-    assert (board_dir / ".gitattributes").read_text() == "task_*.json text eol=lf\njournal/*.jsonl merge=union\n"
+    assert (
+        board_dir / ".gitattributes"
+    ).read_text() == "task_*.json text eol=lf merge=tasks\njournal/*.jsonl merge=union\n"
 
 
 @pytest.mark.parametrize("bad", ["abc", "-1", "0", "../x", "1.5", "07", "99999999999999999999"])

@@ -24,7 +24,7 @@ LAYERS = [
     {"app"},
     {"cli"},
     {"mcp_server"},  # `tasks mcp`: the one importer of the MCP SDK
-    {"commands", "harness", "tools"},  # command bodies; tools: the board as agent tools, for every harness
+    {"commands", "harness", "tools", "gitwire"},  # command bodies; tools: the board as agent tools, for every harness
     {"render"},
     {"invocation"},
     {"messages"},
@@ -42,6 +42,7 @@ LAYERS = [
         "claims",
         "state",
         "watch",
+        "merging",
     },  # the core
 ]
 CORE = LAYERS[-1]

@@ -1,0 +1,679 @@
+"""The board and git: how a clone is wired so that task files merge by their meaning,
+the merge driver git runs for one file, and the step that finishes the board once git
+is done (a driver may write only its own file, so tasks two branches both created at
+one id, and edges only the whole board can put right, wait for it).
+
+- `wire` (`tasks init`): the driver in the clone's config, `merge=tasks` for task
+  files in the board's .gitattributes, and post-merge, post-commit and post-rewrite
+  hooks (a user's own hook is kept and runs first). Idempotent; says what it did.
+- `run_driver` (`tasks merge-driver %O %A %B %P`): merging.merge_file into %A, exit 0;
+  on damaged input or any error, whole-file conflict markers and exit 1: an ordinary
+  git conflict, never a half-merged file. It notes in the git folder that the board
+  needs finishing, and from which operation (merge, rebase, other).
+- `settle` (the hooks, `tasks check --fix`): the board again from the commits, exact by
+  uid (merging.merge_boards over the merge's parents, or each picked commit of a
+  rebase in turn), applied to the work tree without undoing edits made since; without
+  the commits (a cherry-pick, a merge made in a clone that never finished it) the
+  parked tasks are settled from their own lists (merging.settle_pending).
+
+Nothing here is on a command's hot path: git is spawned only by init, check, the
+driver, the hooks and a settle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from . import merging
+from .errors import Corrupt
+from .model import decode, encode, file_name, id_from_file_name
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .check import Problem
+    from .model import Record
+    from .store import Store
+
+DRIVER = "tasks"  # merge=tasks in .gitattributes, [merge "tasks"] in the config
+DRIVER_NAME = "taskboard: merge task files by their meaning"
+MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
+HOOKS = ("post-merge", "post-commit", "post-rewrite")
+HOOK_SIGN = "# taskboard hook"
+ATTRIBUTE_LINE = f"task_*.json merge={DRIVER}"
+COMMIT_HINT = 'git add {board} && git commit -m "tasks: finish merging the board"'
+_IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
+_PICKS = re.compile(r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b", re.MULTILINE)
+
+
+class GitError(Exception):
+    """A git command failed; the message is git's own."""
+
+
+class Repo:
+    """A work tree of a git repository: its top folder and its own git folder (a linked
+    worktree has one of its own; config and hooks live in the common one)."""
+
+    def __init__(self, top: Path, git_dir: Path):
+        self.top = top
+        self.git_dir = git_dir
+        self.marker = git_dir / MARKER
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> str:
+        out = self.git_bytes(*args, input=input, check=check)
+        return out.decode("utf-8", "replace").rstrip("\n")
+
+    def git_bytes(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        try:
+            done = subprocess.run(["git", *args], cwd=self.top, input=input, capture_output=True, check=False)
+        except OSError as exc:
+            raise GitError(f"cannot run git: {exc.strerror}") from None
+        if check and done.returncode != 0:
+            raise GitError(done.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+        return done.stdout if done.returncode == 0 else b""
+
+    def succeeds(self, *args: str) -> bool:
+        try:
+            return subprocess.run(["git", *args], cwd=self.top, capture_output=True, check=False).returncode == 0
+        except OSError:
+            return False
+
+    def in_progress(self, hook: str | None = None) -> str | None:
+        """The operation git is in the middle of, if any: one stopped on a conflict, or a
+        rebase or series of picks between two commits. A hook runs when its commit is made,
+        while git's state files are still there: post-merge and post-commit see MERGE_HEAD
+        or CHERRY_PICK_HEAD of the operation that just finished, post-rewrite the rebase's."""
+        done = {
+            "post-merge": {"MERGE_HEAD"},
+            "post-commit": {"MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD"},
+            "post-rewrite": {"rebase-merge", "rebase-apply"},
+        }.get(hook or "", set())
+        for name in (*_IN_PROGRESS, "sequencer"):
+            if name in done or not (self.git_dir / name).exists():
+                continue
+            if name == "MERGE_HEAD" and self._merge_committed():
+                continue
+            if name == "sequencer" and hook is None:
+                continue  # a finished series of picks may leave it; a stopped one has CHERRY_PICK_HEAD
+            return name
+        return None
+
+    def _merge_committed(self) -> bool:
+        try:
+            heads = (self.git_dir / "MERGE_HEAD").read_text().split()
+        except OSError:
+            return False
+        parents = self.git("rev-parse", "HEAD^@", check=False).split()
+        return len(parents) > 1 and parents[1:] == heads
+
+    def relative(self, path: Path) -> str:
+        return Path(os.path.relpath(path.resolve(), self.top.resolve())).as_posix()
+
+
+def find_repo(start: Path) -> Repo | None:
+    """The work tree around `start`, found by reading `.git` (a folder, or a file naming
+    the folder of a linked worktree); None outside any. Spawns nothing."""
+    start = start.absolute()
+    for folder in (start, *start.parents):
+        dot = folder / ".git"
+        if dot.is_dir():
+            return Repo(folder, dot)
+        if dot.is_file():
+            try:
+                text = dot.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError):
+                return None
+            if text.startswith("gitdir:"):
+                return Repo(folder, (folder / text[len("gitdir:") :].strip()).resolve())
+            return None
+    return None
+
+
+def merge_pending(root: Path) -> bool:
+    """Did a merge leave this board to finish? A stat or two; spawns nothing."""
+    repo = find_repo(root)
+    return repo is not None and repo.marker.exists()
+
+
+# -- the marker a driver leaves ------------------------------------------------------------------
+
+
+def read_marker(repo: Repo) -> dict:
+    try:
+        found = json.loads(repo.marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _write_marker(repo: Repo, marker: dict) -> None:
+    _replace(repo.marker, (json.dumps(marker, indent=2, sort_keys=True) + "\n").encode("utf-8"), repo.git_dir)
+
+
+def clear_marker(repo: Repo) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(repo.marker)
+
+
+def _operation(repo: Repo) -> dict:
+    """Which git operation runs the driver now, and what settling it needs to know.
+    During a rebase git's own state names the base and every picked commit; a merge has
+    no MERGE_HEAD yet while its drivers run, and is known by its reflog action."""
+    rebase = repo.git_dir / "rebase-merge"
+    if rebase.is_dir():
+        try:
+            onto = (rebase / "onto").read_text().strip()
+            todo = "".join(
+                (rebase / name).read_text() for name in ("done", "git-rebase-todo") if (rebase / name).exists()
+            )
+        except OSError:
+            return {"op": "other"}
+        return {"op": "rebase", "onto": onto, "picks": list(dict.fromkeys(_PICKS.findall(todo)))}
+    action = os.environ.get("GIT_REFLOG_ACTION", "")
+    if action.startswith(("merge", "pull")):
+        return {"op": "merge"}
+    return {"op": "other"}
+
+
+def _head(repo: Repo) -> str:
+    """HEAD's commit, read from the git folder (a driver runs once per file: no spawn)."""
+    try:
+        text = (repo.git_dir / "HEAD").read_text().strip()
+        if not text.startswith("ref:"):
+            return text
+        ref = text[4:].strip()
+        common = repo.git_dir
+        if (repo.git_dir / "commondir").exists():
+            common = (repo.git_dir / (repo.git_dir / "commondir").read_text().strip()).resolve()
+        for folder in (repo.git_dir, common):
+            if (folder / ref).is_file():
+                return (folder / ref).read_text().strip()
+        for line in (common / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
+    except OSError:
+        pass
+    return ""
+
+
+def note_driver_run(repo: Repo, board: str, failure: tuple[str, str] | None = None) -> None:
+    """Record in the git folder that the driver merged a file of `board` (or could not)."""
+    current = {"head": _head(repo), **_operation(repo)}
+    marker = read_marker(repo)
+    if any(marker.get(key) != value for key, value in current.items()):
+        marker = dict(current)  # a new operation: what an earlier one left does not apply
+    marker["boards"] = sorted({*marker.get("boards", []), board})
+    if failure is not None:
+        marker.setdefault("failed", {})[failure[0]] = failure[1]
+    _write_marker(repo, marker)
+
+
+def _replace(path: Path, data: bytes, scratch: Path) -> None:
+    """Write a file whole or not at all: a temporary file beside it (or in `scratch`), then rename."""
+    temp = scratch / f".tasks-{os.getpid()}.tmp"
+    try:
+        with open(temp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        with open(path, "wb") as out:  # another file system: git reads %A only after we exit
+            out.write(data)
+
+
+# -- the driver ------------------------------------------------------------------------------------
+
+
+def run_driver(argv: list[str]) -> int:
+    """`tasks merge-driver %O %A %B %P`: git hands over the ancestor, ours and theirs as
+    files (the ancestor empty when both sides added the file) and wants the result in
+    %A. Exit 0: merged. Exit 1: whole-file conflict markers in %A, a conflict for a person."""
+    if len(argv) != 4:
+        sys.stderr.write("usage: tasks merge-driver BASE OURS THEIRS PATH (git runs it: see tasks init)\n")
+        return 2
+    base_path, ours_path, theirs_path, path = argv
+    repo = find_repo(Path.cwd())
+    board = Path(path).parent.as_posix()
+    ours = b""
+    try:
+        with open(base_path, "rb") as f:
+            base = f.read()
+        with open(ours_path, "rb") as f:
+            ours = f.read()
+        with open(theirs_path, "rb") as f:
+            theirs = f.read()
+        merged = merging.merge_file(base, ours, theirs, Path(path).name)
+    except merging.Unmergeable as exc:
+        return _driver_failed(repo, board, path, ours_path, ours, theirs_path, str(exc))
+    except Exception as exc:  # a bug or an unreadable file: still an ordinary conflict, never a half merge
+        return _driver_failed(repo, board, path, ours_path, ours, theirs_path, f"{type(exc).__name__}: {exc}")
+    _replace(Path(ours_path), merged, repo.git_dir if repo else Path(ours_path).parent)
+    if repo is not None:
+        note_driver_run(repo, board)
+    return 0
+
+
+def _driver_failed(
+    repo: Repo | None, board: str, path: str, ours_path: str, ours: bytes, theirs_path: str, reason: str
+) -> int:
+    try:
+        with open(theirs_path, "rb") as f:
+            theirs = f.read()
+    except OSError:
+        theirs = b""
+    conflict = b"<<<<<<< ours\n" + _line_end(ours) + b"=======\n" + _line_end(theirs) + b">>>>>>> theirs\n"
+    with contextlib.suppress(OSError):
+        _replace(Path(ours_path), conflict, repo.git_dir if repo else Path(ours_path).parent)
+    if repo is not None:
+        with contextlib.suppress(OSError):
+            note_driver_run(repo, board, (path, reason))
+    sys.stderr.write(f"tasks merge-driver: {path}: {reason}; left as a conflict for you to resolve\n")
+    return 1
+
+
+def _line_end(data: bytes) -> bytes:
+    return data if not data or data.endswith(b"\n") else data + b"\n"
+
+
+# -- wiring a clone (tasks init) ---------------------------------------------------------------
+
+
+def driver_command() -> str:
+    """How git starts the driver: this very interpreter and package (`tasks init` again
+    after moving or reinstalling taskboard), isolated from the environment's Python settings."""
+    return f"{_python()} merge-driver %O %A %B %P"
+
+
+def _python() -> str:
+    return f"{shlex.quote(sys.executable or 'python3')} -I -m taskboard"
+
+
+def hook_script(name: str) -> str:
+    return f"""#!/bin/sh
+{HOOK_SIGN}: finishes merging the task board after git merges, rebases and
+# cherry-picks (written by `tasks init`; run it again after moving taskboard).
+# A hook you had here before was kept as {name}.local and runs first.
+status=0
+if [ -x "$0.local" ]; then "$0.local" "$@"; status=$?; fi
+if [ -f "$(git rev-parse --git-dir)/{MARKER}" ]; then
+    {_python()} git-hook {name} "$@" </dev/null
+fi
+exit $status
+"""
+
+
+def wire(root: Path) -> list[str] | None:
+    """Wire the clone around the board `root`; what was done, in words (None outside git)."""
+    repo = find_repo(root)
+    if repo is None:
+        return None
+    done = []
+    if repo.git("config", "--get", f"merge.{DRIVER}.driver", check=False) != driver_command():
+        repo.git("config", f"merge.{DRIVER}.name", DRIVER_NAME)
+        repo.git("config", f"merge.{DRIVER}.driver", driver_command())
+        done.append(f"set the merge driver '{DRIVER}' in the clone's config")
+    done += _wire_attributes(repo, root)
+    done += _wire_hooks(repo)
+    return done or ["the clone was already wired"]
+
+
+def _wire_attributes(repo: Repo, root: Path) -> list[str]:
+    path = root / ".gitattributes"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    own = _merge_attribute(text)
+    if own == DRIVER:
+        return []
+    if own is not None:
+        return [f"kept your merge={own} for task files in {path.name}: the board's merge driver is not used"]
+    path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + ATTRIBUTE_LINE + "\n", encoding="utf-8")
+    return [f"added '{ATTRIBUTE_LINE}' to {repo.relative(path)} (commit it)"]
+
+
+def _merge_attribute(text: str) -> str | None:
+    """The merge attribute the board's .gitattributes gives task files (the last line wins)."""
+    found = None
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].startswith("#") or words[0] not in ("task_*.json", "*.json", "*"):
+            continue
+        for word in words[1:]:
+            if word.startswith("merge="):
+                found = word[len("merge=") :]
+            elif word in ("-merge", "!merge", "merge"):
+                found = word
+    return found
+
+
+def hooks_dir(repo: Repo) -> tuple[Path, bool]:
+    """Where git looks for hooks, and whether that lies inside the git folder (a hooks
+    path of the user's own, such as a committed `.husky/`, is theirs to edit)."""
+    path = Path(repo.git("rev-parse", "--git-path", "hooks"))
+    path = (repo.top / path).resolve() if not path.is_absolute() else path.resolve()
+    common = Path(repo.git("rev-parse", "--git-common-dir"))
+    common = (repo.top / common).resolve() if not common.is_absolute() else common.resolve()
+    return path, path == common / "hooks" or common in path.parents
+
+
+def _wire_hooks(repo: Repo) -> list[str]:
+    folder, ours = hooks_dir(repo)
+    if not ours:
+        return [
+            f'left the hooks in {folder} alone (core.hooksPath): add `{_python()} git-hook NAME "$@"` to its '
+            f"{', '.join(HOOKS)} hooks; until then `tasks check --fix` finishes a merge"
+        ]
+    folder.mkdir(parents=True, exist_ok=True)
+    done = []
+    for name in HOOKS:
+        path, script = folder / name, hook_script(name)
+        try:
+            current = path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            current = None
+        if current == script:
+            continue
+        if current is not None and HOOK_SIGN not in current:
+            if (folder / f"{name}.local").exists():
+                done.append(
+                    f"left your {name} hook alone ({name}.local exists too): add the line from `tasks init --help`"
+                )
+                continue
+            os.replace(path, folder / f"{name}.local")
+            done.append(f"kept your {name} hook as {name}.local (it runs first)")
+        path.write_text(script, encoding="utf-8")
+        path.chmod(0o755)
+        done.append(f"{'updated' if current is not None and HOOK_SIGN in current else 'installed'} the {name} hook")
+    return done
+
+
+def wiring_problems(root: Path) -> list[str]:
+    """What keeps this clone from merging the board by its meaning (empty when it is wired,
+    or when the board is not committed in a git work tree)."""
+    repo = find_repo(root)
+    if repo is None:
+        return []
+    try:
+        board = repo.relative(root)
+        if not repo.git("ls-files", "--", board, check=False):
+            return []  # not committed: git never merges it
+        problems = []
+        driver = repo.git("config", "--get", f"merge.{DRIVER}.driver", check=False)
+        if not driver:
+            problems.append("the merge driver is not set in this clone's config")
+        elif shlex.split(driver)[0] != sys.executable and not Path(shlex.split(driver)[0]).exists():
+            problems.append(f"the merge driver runs {shlex.split(driver)[0]}, which does not exist any more")
+        attribute = repo.git("check-attr", "merge", "--", f"{board}/task_1.json").rpartition(": ")[2]
+        if attribute != DRIVER:
+            problems.append(f"task files do not use the merge driver (their merge attribute is '{attribute}')")
+        folder, _ours = hooks_dir(repo)
+        missing = [name for name in HOOKS if "git-hook" not in _read_text(folder / name)]
+        if missing:
+            problems.append(f"the {', '.join(missing)} hook(s) in {folder} do not finish merges of the board")
+    except GitError as exc:
+        return [f"git cannot tell how this clone is wired: {exc}"]
+    return problems
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+# -- settling the board after git is done -------------------------------------------------------
+
+
+class Settled:
+    """What finishing a merge did to the board: tasks moved to free ids, files written and
+    removed, and what a person should hear (cycles the merge closed, tasks it set free)."""
+
+    def __init__(self, how: str):
+        self.how = how  # "exact", "parked" (without the commits), "waiting" (git is mid-operation), "none"
+        self.moved: list[tuple[str, int, int]] = []
+        self.written: list[int] = []
+        self.removed: list[int] = []
+        self.unblocked: list[int] = []
+        self.notes: list[str] = []
+
+
+class _Trees:
+    """Boards as committed, read with two git commands per batch of commits; a blob read
+    once serves every commit that holds it."""
+
+    def __init__(self, repo: Repo, board: str):
+        self.repo, self.board = repo, board
+        self.blobs: dict[str, list[Record]] = {}
+
+    def boards(self, commits: Iterable[str]) -> dict[str, list[Record]]:
+        listing: dict[str, list[tuple[str, str]]] = {}
+        for commit in commits:
+            raw = self.repo.git_bytes("ls-tree", "-z", commit, "--", self.board + "/")
+            entries = []
+            for item in raw.split(b"\0"):
+                if not item:
+                    continue
+                meta, _, name = item.partition(b"\t")
+                _mode, kind, sha = meta.decode().split()
+                base = name.decode("utf-8", "replace").rpartition("/")[2]
+                if kind == "blob" and id_from_file_name(base) is not None:
+                    entries.append((sha, base))
+            listing[commit] = entries
+        wanted = sorted({sha for entries in listing.values() for sha, _ in entries} - set(self.blobs))
+        if wanted:
+            self._read_blobs(wanted, {sha: name for entries in listing.values() for sha, name in entries})
+        return {commit: [r for sha, _ in entries for r in self.blobs[sha]] for commit, entries in listing.items()}
+
+    def _read_blobs(self, shas: list[str], names: dict[str, str]) -> None:
+        out = self.repo.git_bytes("cat-file", "--batch", input="".join(f"{sha}\n" for sha in shas).encode())
+        at = 0
+        for sha in shas:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            size = int(header[2])
+            data = out[end + 1 : end + 1 + size]
+            at = end + 1 + size + 1
+            record = decode(data, names[sha])  # Corrupt when a committed file is damaged
+            if merging.PENDING_KEY in record:  # parked tasks: merging unpacks them, once proved sound
+                merging.read_version(data, names[sha], f"{names[sha]} as committed")
+            self.blobs[sha] = [record]
+
+
+def settle(store: Store, hook: str | None = None) -> Settled:
+    """Finish the board after a merge, rebase or cherry-pick touched it: under the board
+    lock, the exact result from the commits when they are known, applied over what the
+    work tree holds now, or the parked tasks settled from their own lists."""
+    repo = find_repo(store.root)
+    if repo is None:
+        return Settled("none")
+    marker = read_marker(repo)
+    board = repo.relative(store.root)
+    if marker and board not in marker.get("boards", [board]):
+        return Settled("none")
+    waiting = repo.in_progress(hook)
+    if waiting:
+        result = Settled("waiting")
+        result.notes.append(f"git is in the middle of an operation ({waiting}); the board is finished after it")
+        return result
+    with store.writing():
+        records, damaged = store.read_all()
+        if damaged:
+            result = Settled("none")
+            result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
+            return result
+        exact = _exact(repo, board, marker) if marker else None
+        if exact is not None:
+            head, expected = exact
+            merged = merging.merge_boards(head, records, expected.records.values())
+            result = Settled("exact")
+            result.moved = expected.moved
+            result.notes = [note for note in expected.notes if "cycle" in note]
+        elif marker or any(merging.PENDING_KEY in record for record in records):
+            merged = merging.settle_pending(records)
+            result = Settled("parked")
+            result.moved = merged.moved
+            result.notes = [note for note in merged.notes if "cycle" in note or "history edge" in note]
+        else:
+            clear_marker(repo)
+            return Settled("none")
+        _apply(store, records, merged.records, result)
+        _journal_moves(store, result.moved)
+    clear_marker(repo)
+    return result
+
+
+def _exact(repo: Repo, board: str, marker: dict) -> tuple[list[Record], merging.BoardMerge] | None:
+    """(the board at HEAD, the exact merge) from the commits the marker names, or None
+    when they cannot be had (then the parked tasks are settled from their own lists)."""
+    try:
+        trees = _Trees(repo, board)
+        if marker.get("op") == "merge":
+            parents = repo.git("rev-parse", "HEAD^@").split()
+            if len(parents) != 2:
+                return None
+            base = repo.git("merge-base", *parents)
+            got = trees.boards(["HEAD", base, *parents])
+            return got["HEAD"], merging.merge_boards(got[base], got[parents[0]], got[parents[1]])
+        if marker.get("op") == "rebase":
+            onto, picks = marker.get("onto", ""), list(marker.get("picks", []))
+            if not onto or not repo.succeeds("merge-base", "--is-ancestor", onto, "HEAD"):
+                return None  # the rebase was aborted: nothing of it is at HEAD
+            parent_of = dict(zip(picks, repo.git("rev-parse", *(f"{p}^" for p in picks)).split(), strict=True))
+            got = trees.boards(["HEAD", onto, *picks, *parent_of.values()])
+            folded = got[onto]
+            expected = merging.BoardMerge({r["id"]: r for r in folded})
+            moved: list[tuple[str, int, int]] = []
+            for pick in picks:  # each picked commit merged in turn, as the rebase did, but exactly
+                expected = merging.merge_boards(got[parent_of[pick]], folded, got[pick])
+                moved += expected.moved
+                folded = list(expected.records.values())
+            expected.moved = moved
+            return got["HEAD"], expected
+    except (GitError, Corrupt, merging.Unmergeable, ValueError, IndexError):
+        return None
+    return None
+
+
+def _apply(store: Store, before: list[Record], after: dict[int, Record], result: Settled) -> None:
+    """Write what changed (all or nothing, through the store's journaled write)."""
+    old = {record["id"]: encode(record) for record in before}
+    files = {}
+    for task_id, record in sorted(after.items()):
+        data = encode(record)
+        if old.get(task_id) != data:
+            files[file_name(task_id)] = data
+            result.written.append(task_id)
+    result.removed = sorted(set(old) - set(after))
+    store.write(files, remove=[file_name(task_id) for task_id in result.removed])
+    from . import graph
+
+    lookup = after.get
+    was = {record["id"]: record for record in before}
+    result.unblocked = [
+        task_id
+        for task_id, record in sorted(after.items())
+        if graph.is_ready(record, lookup)
+        and not (task_id in was and graph.is_ready(was[task_id], was.get))
+        and record.get("uid") not in {uid for uid, _, _ in result.moved}
+    ]
+
+
+def _journal_moves(store: Store, moved: list[tuple[str, int, int]]) -> None:
+    """Hook for the journal (issue 9): each renumbering becomes an event
+    `{"event": "renumbered", "task": new, "from": old, "uid": uid}` once the journal lands."""
+    del store, moved
+
+
+def run_hook(argv: list[str]) -> int:
+    """`tasks git-hook NAME [ARGS]`, run by the hooks `tasks init` installs: finish the
+    board when the driver said a merge touched it. Never fails git: exit 0 whatever happens."""
+    name = argv[0] if argv else ""
+    if name == "post-rewrite" and argv[1:2] == ["amend"]:
+        return 0
+    repo = find_repo(Path.cwd())
+    if repo is None or not repo.marker.exists():
+        return 0
+    from .store import Store, find_board
+
+    try:
+        for board in read_marker(repo).get("boards", []) or [repo.relative(find_board(None))]:
+            result = settle(Store(repo.top / board), hook=name)
+            for line in describe(result, board, hook_run=True):
+                sys.stderr.write(f"tasks: {line}\n")
+    except Exception as exc:  # a hook must not break git; check explains what is left
+        sys.stderr.write(f"tasks: could not finish merging the board ({type(exc).__name__}: {exc}); run tasks check\n")
+    return 0
+
+
+def check_problems(store: Store, fix: bool) -> list[Problem]:
+    """What `check` adds in a clone: with `fix`, a merge finished first (so the check
+    sees the finished board); a file the driver gave up on; a merge not finished; a clone
+    not wired to merge the board."""
+    from .check import Problem
+
+    problems = []
+    if fix:
+        settled = settle(store)
+        problems += [
+            Problem(None, None, "merge-unfinished", line, fixable=settled.how in ("exact", "parked"))
+            for line in describe(settled, store.root.name)
+        ]
+    repo = find_repo(store.root)
+    if repo is None:
+        return problems
+    marker = read_marker(repo)
+    for path, reason in sorted(marker.get("failed", {}).items()):
+        name = path.rpartition("/")[2]
+        problems.append(
+            Problem(
+                name,
+                id_from_file_name(name),
+                "merge-conflict",
+                f"the merge driver could not merge {path} ({reason}), so git left it as a conflict: "
+                "keep one side, then run tasks check --fix",
+            )
+        )
+    if marker and not fix and not problems:
+        problems.append(
+            Problem(
+                None, None, "merge-unfinished", "a merge touched the board and was not finished: run tasks check --fix"
+            )
+        )
+    problems += [
+        Problem(None, None, "git-wiring", f"{message}; run tasks init") for message in wiring_problems(store.root)
+    ]
+    return problems
+
+
+def describe(result: Settled, board: str, hook_run: bool = False) -> list[str]:
+    """What a person should hear after a settle, and what to commit."""
+    if result.how == "waiting" and hook_run:
+        return []  # a hook between the commits of a rebase or a series of picks: the last one finishes
+    if result.how == "none" and not result.notes:
+        return []
+    lines = []
+    for uid, old, new in result.moved:
+        lines.append(f"#{old} became #{new} (uid {uid}): both branches had created a #{old}")
+    if result.unblocked:
+        lines.append("ready now: " + ", ".join(f"#{i}" for i in result.unblocked))
+    lines += result.notes
+    changed = len(result.written) + len(result.removed)
+    if changed:
+        lines.append(
+            f"finished merging the board: {changed} file(s) changed in {board}; commit them: "
+            + COMMIT_HINT.format(board=board)
+        )
+    return lines

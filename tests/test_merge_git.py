@@ -1,0 +1,212 @@
+"""Branches that both changed the board merge with no hand edit, through real git:
+every scenario of issue 11, each merged both ways, rebased both ways and cherry-picked.
+After each: git exits 0, no conflict marker, nothing written outside the board, every
+invariant of DESIGN §2 (tests/invariants.py), nothing lost or invented (by uid), the
+same board whichever side merged into which, and `tasks check` clean once the user has
+committed what the hook asked for."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from gitboard import Clone, by_uid, git_env, judge, new_clone
+
+VARIANTS = {
+    "merge b into a": ("a", ["merge", "--no-edit", "b"]),
+    "merge a into b": ("b", ["merge", "--no-edit", "a"]),
+    "rebase b onto a": ("b", ["rebase", "a"]),
+    "rebase a onto b": ("a", ["rebase", "b"]),
+    "cherry-pick b onto a": ("a", ["cherry-pick", "b"]),
+}
+
+
+@pytest.fixture(autouse=True)
+def git_identity(monkeypatch, tmp_path):
+    for key, value in git_env(tmp_path / "home").items():
+        monkeypatch.setenv(key, value)
+
+
+def branches(tmp_path, base, side_a, side_b) -> Clone:
+    """A repository whose `main` holds the board `base` made, and branches `a` and `b` from it."""
+    repo = new_clone(tmp_path / "repo")
+    base(repo.tasks)
+    repo.commit("base")
+    for name, side in (("a", side_a), ("b", side_b)):
+        repo.git("checkout", "-q", "-b", name, "main")
+        side(repo.tasks)
+        repo.commit(f"work on {name}")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def every_way(tmp_path, repo: Clone, cycles: bool = False) -> dict[str, dict]:
+    """The board after each variant (by uid), judged on the way; merges must agree byte for byte."""
+    boards, files = {}, {}
+    for label, (branch, command) in VARIANTS.items():
+        clone = repo.copy(tmp_path / label.replace(" ", "-"))
+        clone.git("checkout", "-q", branch)
+        done = clone.git(*command)  # exit 0: no conflict
+        records = judge(clone, cycles=cycles)
+        if clone.dirty():  # the hook finished the board: the user is told to commit it
+            assert "commit them" in done.stderr, (label, done.stderr)
+            clone.commit("tasks: finish merging the board")
+        check = clone.tasks("check", "--json", expect=6 if cycles else 0)
+        assert json.loads(check.stdout)["ok"] is not cycles, (label, check.stdout)
+        assert clone.dirty() == [], label
+        boards[label] = by_uid(records)
+        if label.startswith("merge"):
+            files[label] = {path.name: path.read_bytes() for path in clone.board.glob("task_*.json")}
+    assert files["merge b into a"] == files["merge a into b"], "the merge depends on who merged"
+    stable = {label: {uid: {**r, "updatedAt": ""} for uid, r in board.items()} for label, board in boards.items()}
+    for label, board in stable.items():
+        assert board == stable["merge b into a"], f"{label} differs from the merge"
+    return boards["merge b into a"]
+
+
+def subjects(board: dict[str, dict]) -> dict[str, dict]:
+    """Each task by subject, its edges by subject too."""
+    subject = {uid: record["subject"] for uid, record in board.items()}
+    return {
+        record["subject"]: {
+            **record,
+            "blocks": sorted(subject[u] for u in record["blocks"]),
+            "blockedBy": sorted(subject[u] for u in record["blockedBy"]),
+        }
+        for record in board.values()
+    }
+
+
+def sides(repo: Clone) -> tuple[dict, dict]:
+    found = []
+    for name in ("a", "b"):
+        repo.git("checkout", "-q", name)
+        found.append(by_uid(repo.records()))
+    repo.git("checkout", "-q", "main")
+    return found[0], found[1]
+
+
+# -- the scenarios of the issue ------------------------------------------------------------------
+
+
+def test_both_branches_create_tasks_with_the_same_ids(tmp_path):
+    def base(tasks):
+        tasks("create", "one")
+        tasks("create", "two")
+
+    def side_a(tasks):
+        tasks("create", "a3", "--blocked-by", "1")
+        tasks("create", "a4", "--blocked-by", "3")
+
+    def side_b(tasks):
+        tasks("create", "b3", "--blocked-by", "2")
+        tasks("create", "b4")
+        tasks("update", "1", "--add-blocks", "4")
+
+    repo = branches(tmp_path, base, side_a, side_b)
+    a, b = sides(repo)
+    board = every_way(tmp_path, repo)
+    assert set(board) == set(a) | set(b)  # nothing lost, nothing invented
+    tasks = subjects(board)
+    assert tasks["a3"]["blockedBy"] == ["one"] and tasks["a4"]["blockedBy"] == ["a3"]
+    assert tasks["b3"]["blockedBy"] == ["two"] and tasks["b4"]["blockedBy"] == ["one"]
+    assert tasks["one"]["blocks"] == ["a3", "b4"] and tasks["two"]["blocks"] == ["b3"]
+
+
+def test_completion_on_one_side_unblocks_the_other_sides_new_dependent(tmp_path):
+    def base(tasks):
+        tasks("create", "one")
+        tasks("create", "two")
+
+    def side_a(tasks):
+        tasks("update", "2", "--status", "completed")
+
+    def side_b(tasks):
+        tasks("create", "three", "--blocked-by", "2")
+
+    tasks = subjects(every_way(tmp_path, branches(tmp_path, base, side_a, side_b)))
+    assert tasks["two"]["status"] == "completed" and tasks["two"]["blocks"] == ["three"]
+    assert tasks["three"]["blockedBy"] == []  # ready: its blocker was completed on the other branch
+
+
+def test_one_side_changes_status_the_other_the_description(tmp_path):
+    def base(tasks):
+        tasks("create", "one", "-d", "short")
+
+    def side_a(tasks):
+        tasks("update", "1", "--status", "in_progress", "--owner", "alice")
+
+    def side_b(tasks):
+        tasks("update", "1", "-d", "a longer description")
+
+    tasks = subjects(every_way(tmp_path, branches(tmp_path, base, side_a, side_b)))
+    assert tasks["one"]["status"] == "in_progress" and tasks["one"]["owner"] == "alice"
+    assert tasks["one"]["description"] == "a longer description"
+
+
+def test_both_sides_add_different_metadata_keys(tmp_path):
+    def base(tasks):
+        tasks("create", "one", "--meta", "keep=1")
+
+    def side_a(tasks):
+        tasks("update", "1", "--meta", "a=1")
+
+    def side_b(tasks):
+        tasks("update", "1", "--meta", "b=x", "--meta", "keep=")
+
+    tasks = subjects(every_way(tmp_path, branches(tmp_path, base, side_a, side_b)))
+    assert tasks["one"]["metadata"] == {"a": 1, "b": "x"}
+
+
+def test_a_deletion_wins_over_a_new_edge(tmp_path):
+    def base(tasks):
+        for name in ("one", "two", "three", "four", "five"):
+            tasks("create", name)
+
+    def side_a(tasks):
+        tasks("delete", "3")
+
+    def side_b(tasks):
+        tasks("update", "3", "--add-blocks", "5", "--subject", "three, renamed")
+
+    tasks = subjects(every_way(tmp_path, branches(tmp_path, base, side_a, side_b)))
+    deleted = tasks["three, renamed"]
+    assert deleted["status"] == "deleted" and deleted["blocks"] == [] and deleted["blockedBy"] == []
+    assert tasks["five"]["blockedBy"] == []
+
+
+def test_a_cycle_made_by_the_merge_is_reported(tmp_path):
+    def base(tasks):
+        for name in ("one", "two", "three", "four"):
+            tasks("create", name)
+
+    def side_a(tasks):
+        tasks("update", "1", "--add-blocks", "4")
+
+    def side_b(tasks):
+        tasks("update", "4", "--add-blocks", "1")
+
+    repo = branches(tmp_path, base, side_a, side_b)
+    tasks = subjects(every_way(tmp_path, repo, cycles=True))
+    assert tasks["one"]["blocks"] == ["four"] and tasks["four"]["blocks"] == ["one"]
+    clone = repo.copy(tmp_path / "look")
+    clone.git("checkout", "-q", "a")
+    clone.git("merge", "--no-edit", "b")
+    check = clone.tasks("check", expect=6)
+    assert "#1 → #4 → #1" in check.stdout + check.stderr
+
+
+def test_two_blockers_completed_on_two_branches(tmp_path):
+    def base(tasks):
+        tasks("create", "one")
+        tasks("create", "two")
+        tasks("create", "three", "--blocked-by", "1", "--blocked-by", "2")
+
+    def side_a(tasks):
+        tasks("update", "1", "--status", "completed")
+
+    def side_b(tasks):
+        tasks("update", "2", "--status", "completed")
+
+    tasks = subjects(every_way(tmp_path, branches(tmp_path, base, side_a, side_b)))
+    assert tasks["three"]["blockedBy"] == [] and tasks["three"]["status"] == "pending"
