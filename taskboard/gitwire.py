@@ -530,7 +530,6 @@ def settle(store: Store, hook: str | None = None) -> Settled:
             clear_marker(repo)
             return Settled("none")
         _apply(store, records, merged.records, result)
-        _journal_moves(store, result.moved)
     clear_marker(repo)
     return result
 
@@ -577,7 +576,7 @@ def _apply(store: Store, before: list[Record], after: dict[int, Record], result:
             files[file_name(task_id)] = data
             result.written.append(task_id)
     result.removed = sorted(set(old) - set(after))
-    store.write(files, remove=[file_name(task_id) for task_id in result.removed])
+    store.write(files, _journal_moves(result.moved), remove=[file_name(task_id) for task_id in result.removed])
     from . import graph
 
     lookup = after.get
@@ -591,10 +590,17 @@ def _apply(store: Store, before: list[Record], after: dict[int, Record], result:
     ]
 
 
-def _journal_moves(store: Store, moved: list[tuple[str, int, int]]) -> None:
-    """Hook for the journal (issue 9): each renumbering becomes an event
-    `{"event": "renumbered", "task": new, "from": old, "uid": uid}` once the journal lands."""
-    del store, moved
+def _journal_moves(moved: list[tuple[str, int, int]]) -> dict[str, bytes] | None:
+    """The journal lines of the renumbering, appended in the same change: one `renumbered`
+    event per task, under its new id, with the id it had on its branch and its uid."""
+    if not moved:
+        return None
+    from . import journal
+    from .outcome import Event
+
+    actor = journal.actor_of(os.environ.get("TASKS_OWNER", ""))
+    events = [Event(new, "renumbered", **{"from": old, "uid": uid, "by": "merge"}) for uid, old, new in moved]
+    return {journal.shard_name(actor): journal.encode(journal.entries(events, actor, journal.stamp()))}
 
 
 def run_hook(argv: list[str]) -> int:

@@ -111,6 +111,15 @@ def test_both_branches_create_tasks_with_the_same_ids(tmp_path):
     assert tasks["a3"]["blockedBy"] == ["one"] and tasks["a4"]["blockedBy"] == ["a3"]
     assert tasks["b3"]["blockedBy"] == ["two"] and tasks["b4"]["blockedBy"] == ["one"]
     assert tasks["one"]["blocks"] == ["a3", "b4"] and tasks["two"]["blocks"] == ["b3"]
+    # the renumbering is journaled: which task, its id on its branch, the new one
+    clone = repo.copy(tmp_path / "journal")
+    clone.git("checkout", "-q", "a")
+    clone.git("merge", "--no-edit", "b")
+    events = [e for e in clone.tasks.json("log") if e["event"] == "renumbered"]
+    moved = {e["uid"]: (e["from"], e["task"]) for e in events}
+    assert len(events) == 2 and {old for old, _new in moved.values()} == {3, 4}
+    for uid, (_old, new) in moved.items():
+        assert clone.tasks.json("get", str(new))["uid"] == uid
 
 
 def test_completion_on_one_side_unblocks_the_other_sides_new_dependent(tmp_path):
