@@ -438,6 +438,39 @@ def release(inv: Invocation, task_id, note, failed, force):
     return commands.release(inv, task_id, note, failed=failed, force=force)
 
 
+def _plan_bytes(source: str) -> bytes:
+    """The plan to import: a file's bytes, or stdin's for `-`; at most one byte more than
+    the largest plan allowed (the core says it is too big)."""
+    from .importing import MAX_PLAN_BYTES
+
+    if source == "-":
+        return sys.stdin.buffer.read(MAX_PLAN_BYTES + 1) if sys.stdin else b""
+    try:
+        with open(source, "rb") as plan:
+            return plan.read(MAX_PLAN_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read the plan {source}: {(exc.strerror or 'unreadable').lower()}") from None
+
+
+@cli.command(name="import")
+@click.argument("source", metavar="FILE")
+@json_option
+@pass_inv
+def import_(inv: Invocation, source):
+    """Create a whole plan as one change, from a JSON file ('-' reads stdin).
+
+    Tasks are named by keys; blockedBy/blocks name keys of the plan or ids on the
+    board. Nothing is written unless every task and edge is sound.
+
+    \b
+      {"tasks": [{"key": "setup", "subject": "Set up CI", "priority": 1},
+                 {"key": "lexer", "subject": "Lexer", "blockedBy": ["setup", 3],
+                  "labels": ["parser"], "gate": "make test", "metadata": {"size": 2}}]}
+      tasks import plan.json --json    # {"created": {"setup": 12, "lexer": 13}}
+    """
+    return commands.import_plan(inv, _plan_bytes(source))
+
+
 @cli.command()
 @click.option("--owner", metavar="NAME", help="Only the tasks this owner holds.")
 @click.option("--label", "labels", metavar="NAME", multiple=True, help="Only tasks with this label (all given).")

@@ -145,6 +145,25 @@ def env_lease() -> float | None:
         ) from None
 
 
+def import_plan(inv: Invocation, data: bytes) -> int:
+    """`tasks import`: the plan's tasks created as one change; `{"created": {key: id}}`."""
+    from .importing import created_keys, import_plan, parse_plan
+
+    tasks = parse_plan(data)  # a usage error comes before the board is found or locked
+    outcome = import_plan(inv.board, tasks)
+    created = created_keys(outcome)
+    if inv.json:
+        inv.data({"created": created})
+    else:
+        from .views import task_line
+
+        by_id = {record["id"]: record for record in outcome.written}
+        write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
+        write(sys.stderr, f"imported {len(created)} task(s)\n")
+    inv.report(outcome)
+    return 0
+
+
 def list_tasks(
     inv: Invocation,
     statuses: Iterable[str] = (),

@@ -32,6 +32,7 @@ LAYERS = [
         "__init__",
         "board",
         "check",
+        "importing",
         "store",
         "journal",
         "views",
