@@ -117,6 +117,8 @@ class Change:
             if encode(record) == before:
                 continue
             fill_defaults(record, stamp)
+            if before is None:  # a new record: created when written, so both times agree
+                record["createdAt"] = stamp
             record["updatedAt"] = stamp
             files[file_name(task_id)] = data = encode(record)
             # what callers print must be what the file says: sorted ids, the contract's key order

@@ -217,7 +217,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_re
 def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
     """Create the plan's tasks and edges as one change. The outcome's `created` events
     carry each task's `key`, in the plan's order."""
-    from .board import Change, _link
+    from .board import _link
 
     named = sorted({other for task in tasks for other in task.blocked_by + task.blocks if isinstance(other, int)})
     board._require_board(named)
@@ -225,7 +225,7 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
         return Outcome()
     store = board.store
     with store.writing() as notes:
-        change = Change(store)
+        change = board.change()
         for task_id in named:
             change.get(task_id)  # missing: 3, before any refusal
         for task_id in named:
@@ -250,7 +250,8 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
             outcome.events.append(Event(record["id"], "created", key=task.key))
         for blocker, dependent in edges:
             _link(change, blocker, dependent, outcome)
-        outcome.written = change.commit()
+        outcome.written = change.commit(outcome.events)
+        outcome.journaled = change.journaled
     outcome.notes[:0] = notes
     return outcome
 

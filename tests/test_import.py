@@ -250,14 +250,14 @@ def test_a_plan_naming_a_board_id_on_a_missing_board_creates_nothing(run, board_
 # -- all or nothing under kill -9 -------------------------------------------------------------------------
 
 
-def test_an_import_killed_at_any_instant_leaves_all_of_the_plan_or_none(tmp_path):
+def test_an_import_killed_at_any_instant_is_finished_whole_by_the_next_command(tmp_path):
     plan = _plan(
         {"key": "a", "subject": "A", "blocks": [1]},
         {"key": "b", "subject": "B", "blockedBy": ["a"]},
         {"key": "c", "subject": "C", "blockedBy": ["a", "b"], "blocks": [2]},
     ).encode()
-    # the intent, then 5 files: 3 new tasks, #1 and #2 gain edges
-    for crash_after in range(1, 7):
+    # the intent, then 5 files (3 new tasks, #1 and #2 gain edges), then the journal's append
+    for crash_after in range(1, 8):
         board = tmp_path / f"b{crash_after}"
         write_board(board, [record(1), record(2)])
         killed = tasks_process(
@@ -267,9 +267,29 @@ def test_an_import_killed_at_any_instant_leaves_all_of_the_plan_or_none(tmp_path
         after = tasks_process("--dir", str(board), "list", "--json")
         assert after.returncode == 0, after.stderr
         records = assert_sound(board)
-        ids = sorted(records)
-        assert ids in ([1, 2], [1, 2, 3, 4, 5]), (crash_after, ids)
-        if crash_after > 1:  # the intent was durable: the change is finished
-            assert ids == [1, 2, 3, 4, 5]
-            assert records[5]["blockedBy"] == [3, 4] and records[2]["blockedBy"] == [5]
-    assert load_board(tmp_path / "b6")[1]["blockedBy"] == [3]
+        # the first replacement is the intent itself: from then on the change is finished by
+        # the next command, every file of it, and its events journaled exactly once
+        assert sorted(records) == [1, 2, 3, 4, 5], crash_after
+        assert records[5]["blockedBy"] == [3, 4] and records[2]["blockedBy"] == [5]
+        journal = _journal(board)
+        created = sorted((e["task"], e["key"]) for e in journal if e["event"] == "created")
+        assert created == [(3, "a"), (4, "b"), (5, "c")], crash_after
+        assert len({e["eid"] for e in journal}) == len(journal)
+    assert load_board(tmp_path / "b7")[1]["blockedBy"] == [3]
+
+
+def _journal(board) -> list[dict]:
+    folder = board / "journal"
+    lines = [line for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines()]
+    return [json.loads(line) for line in lines]
+
+
+def test_an_import_is_journaled_with_each_key(run, board_dir):
+    run("--as", "planner", "import", "-", input=json.dumps(PLAN))
+    created = [(e["task"], e["key"], e["actor"]) for e in _journal(board_dir) if e["event"] == "created"]
+    assert created == [
+        (1, "setup", "planner"),
+        (2, "lexer", "planner"),
+        (3, "parser", "planner"),
+        (4, "docs", "planner"),
+    ]
