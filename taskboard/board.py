@@ -147,6 +147,10 @@ class Change:
         return sorted(written, key=lambda record: record["id"])
 
 
+def _no_gate_check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
+    """A change that completes nothing has no gate to run."""
+
+
 class Board:
     """The operations of the contract over one store, on behalf of one caller."""
 
@@ -305,16 +309,40 @@ class Board:
         failed: bool = False,
         release: bool = False,
         retry: bool = False,
+        gate_timeout: float | None = None,
     ) -> Outcome:
         """Apply one Patch to a task as one change. Errors come in the contract's order:
         usage, then missing tasks, then refusals; nothing is written before all pass.
         `note`: words for the journal about this change; `failed`: the change gives up
         a failed attempt (counted in the runtime state: taskboard.claims); `release`: it
         gives a task back, which a finished one is not; `retry`: forget the failed
-        attempts (a stuck task may be claimed again)."""
+        attempts (a stuck task may be claimed again). Completing a task with a gate runs
+        the gate first (taskboard.gates), at most `gate_timeout` seconds."""
         patch.check()
         check_note(note)
         check_owner(self.caller)
+        if patch.status != "completed":
+            return self._update(task_id, patch, force, note, failed, release, retry)
+        from . import gates
+
+        def attempt(gate_check: Any) -> Outcome:
+            return self._update(task_id, patch, force, note, failed, release, retry, gate_check)
+
+        return gates.complete(self, task_id, gate_timeout, attempt)
+
+    def _update(
+        self,
+        task_id: int,
+        patch: Patch,
+        force: bool,
+        note: str,
+        failed: bool,
+        release: bool,
+        retry: bool,
+        gate_check: Any = _no_gate_check,
+    ) -> Outcome:
+        """update's change under the lock; `gate_check` (taskboard.gates) looks at the
+        change just before its commit, and may stop it to run the task's gate first."""
         self._require_board([task_id])
         with self.store.writing() as notes:
             change = self.change()
@@ -359,6 +387,7 @@ class Board:
                 claims.before_commit(
                     self, change, task_id, outcome, force=force, retry=retry, failure=note if failed else None
                 )
+            gate_check(change, task_id, outcome, force)  # may stop here to run the gate first
             outcome.written = change.commit(outcome.events)
             outcome.journaled = change.journaled
             outcome.record = edited
@@ -396,15 +425,47 @@ class Board:
     def delete(self, task_id: int, force: bool = False) -> Outcome:
         return self.update(task_id, Patch(status="deleted"), force=force)
 
-    def done(self, task_id: int, note: str = "", force: bool = False) -> Outcome:
+    def done(self, task_id: int, note: str = "", force: bool = False, gate_timeout: float | None = None) -> Outcome:
         """Complete a task (`tasks done`): update to completed, with a note for the journal."""
-        return self.update(task_id, Patch(status="completed"), force=force, note=note)
+        return self.update(task_id, Patch(status="completed"), force=force, note=note, gate_timeout=gate_timeout)
 
     def release(self, task_id: int, note: str = "", failed: bool = False, force: bool = False) -> Outcome:
         """Give a task back (`tasks release`): in progress → pending, the owner cleared; a
         pending task stays as it is. A completed task is refused: that is a reopen.
         `failed` records a failed attempt (with the note, in the journal)."""
         return self.update(task_id, Patch(status="pending"), force=force, note=note, failed=failed, release=True)
+
+    def reopen(self, task_id: int, cascade: bool = False, note: str = "") -> Outcome:
+        """Completed → pending (the seeds' scoped re-entry); with `cascade` every completed
+        task downstream too, as one change. Each task reopened gets its own event (the
+        others name the seed), so the journal shows it for every one of them."""
+        check_note(note)
+        self._require_board([task_id])
+        with self.store.writing() as notes:
+            change = self.change()
+            record = change.get(task_id)
+            if record["status"] != "completed":
+                raise Refused(
+                    f"#{task_id} is {record['status'].replace('_', ' ')}, not completed; only a completed task "
+                    "can be reopened",
+                    "not-completed",
+                )
+            downstream = graph.downstream(task_id, change.successors) if cascade else set()
+            finished = sorted(
+                tid for tid in downstream if (found := change.find(tid)) and found["status"] == "completed"
+            )
+            outcome = Outcome()
+            for reopened in [task_id, *finished]:
+                _set_status(change, change.edit(reopened), "pending", self.caller)
+                seed = {"seed": task_id} if reopened != task_id else {"cascade": finished} if finished else {}
+                outcome.events.append(Event(reopened, "reopened", old="completed", **seed))
+            if note:
+                outcome.events.append(Event(task_id, "note", text=note))
+            outcome.written = change.commit(outcome.events)
+            outcome.journaled = change.journaled
+            outcome.record = change.get(task_id)
+        outcome.notes[:0] = notes
+        return outcome
 
     # -- the journal (taskboard.journal) ------------------------------------------------
 

@@ -108,6 +108,19 @@ def _lease(text: str) -> float:
 
 
 TASK_ID = Parsed("ID", parse_id)
+
+
+def _gate_seconds(text: str) -> float:
+    from .gates import check_timeout
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{text!r} is not a number of seconds above 0") from None
+    return check_timeout(value)
+
+
+GATE_SECONDS = Parsed("SECONDS", _gate_seconds)
 LEASE = Parsed("DURATION", _lease)
 META = Parsed("KEY=VALUE", parse_meta)
 SECONDS = Parsed("SECONDS", _seconds)
@@ -217,15 +230,19 @@ def init(inv: Invocation):
 @click.option("--meta", type=META, multiple=True, help="KEY=VALUE (VALUE as JSON when it parses).")
 @click.option("--priority", type=PRIORITY, help="0 (most urgent) to 4; unset counts as 2.")
 @click.option("--label", "labels", multiple=True, help="A label (repeatable).")
+@click.option("--accept", help="What done means, for people.")
+@click.option("--gate", help="A shell command that must pass before the task is completed.")
 @json_option
 @pass_inv
-def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta, priority, labels):
+def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta, priority, labels, accept, gate):
     """Add a pending task.
 
     \b
       tasks create "Write parser" --blocked-by 3 --priority 1 --label parser
+      tasks create "Parser passes" --accept "the corpus parses" --gate "make test-parser"
     """
-    fields = {"priority": priority, "labels": list(labels) if labels else None}
+    fields = {"priority": priority, "labels": list(labels) if labels else None, "accept": accept or None}
+    fields["gate"] = gate or None
     return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta), **fields)
 
 
@@ -252,7 +269,10 @@ def get(inv: Invocation, task_id):
 @click.option("--priority", type=PRIORITY, help="0 (most urgent) to 4.")
 @click.option("--label", "labels", multiple=True, help="Add a label (repeatable).")
 @click.option("--unlabel", "unlabels", multiple=True, help="Remove a label (repeatable).")
-@click.option("--force", is_flag=True, help="Override another owner's hold on the task.")
+@click.option("--accept", help='What done means, for people ("" removes it).')
+@click.option("--gate", help='A shell command that must pass before completing ("" removes it).')
+@click.option("--gate-timeout", type=GATE_SECONDS, help="Seconds the gate may run when completing (default 600).")
+@click.option("--force", is_flag=True, help="Override another owner's hold on the task; complete without the gate.")
 @click.option("--retry", is_flag=True, help="Forget the failed attempts: a stuck task may be claimed again.")
 @json_option
 @pass_inv
@@ -271,6 +291,9 @@ def update(
     priority,
     labels,
     unlabels,
+    accept,
+    gate,
+    gate_timeout,
     force,
     retry,
 ):
@@ -279,13 +302,20 @@ def update(
     \b
       tasks update 4 --status done
       tasks update 4 --add-blocked-by 2 --priority 1 --label api --meta size=large
+      tasks update 4 --gate "make test"      # completing #4 runs it first
     """
+    metadata = _meta(meta)
+    removed = {name: REMOVE for name, value in (("accept", accept), ("gate", gate)) if value == ""}
+    if removed:
+        metadata = {**(metadata or {}), **removed}
     patch = Patch(
         subject=subject,
         description=None if description is None else _description(description),
         status=status,
         owner=owner,
-        metadata=_meta(meta),
+        metadata=metadata,
+        accept=accept or None,
+        gate=gate or None,
         add_blocked_by=add_blocked_by,
         add_blocks=add_blocks,
         remove_blocked_by=remove_blocked_by,
@@ -294,7 +324,7 @@ def update(
         add_labels=labels,
         remove_labels=unlabels,
     )
-    return commands.update(inv, task_id, patch, force=force, retry=retry)
+    return commands.update(inv, task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout)
 
 
 @cli.command()
@@ -410,16 +440,32 @@ def ready(inv: Invocation, owner, labels, priority, grep, limit):
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @click.option("--note", default="", help="What to say about it in the journal.")
-@click.option("--force", is_flag=True, help="Complete it even though another owner holds it.")
+@click.option("--gate-timeout", type=GATE_SECONDS, help="Seconds the task's gate may run (default 600).")
+@click.option("--force", is_flag=True, help="Complete it even though another owner holds it, or its gate.")
 @json_option
 @pass_inv
-def done(inv: Invocation, task_id, note, force):
-    """Complete a task (short for update ID --status completed).
+def done(inv: Invocation, task_id, note, gate_timeout, force):
+    """Complete a task (short for update ID --status completed); its gate runs first.
 
     \b
       tasks done 4 --note "merged in #123"
     """
-    return commands.done(inv, task_id, note, force=force)
+    return commands.done(inv, task_id, note, force=force, gate_timeout=gate_timeout)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@click.option("--cascade", is_flag=True, help="Also reopen every completed task downstream of it.")
+@click.option("--note", default="", help="What to say about it in the journal (why it is reopened).")
+@json_option
+@pass_inv
+def reopen(inv: Invocation, task_id, cascade, note):
+    """Reopen a completed task (completed → pending), with --cascade its downstream too.
+
+    \b
+      tasks reopen 4 --cascade --note "the parser was wrong after all"
+    """
+    return commands.reopen(inv, task_id, cascade, note)
 
 
 @cli.command()

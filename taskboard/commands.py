@@ -91,16 +91,35 @@ def get(inv: Invocation, task_id: int) -> int:
     return 0
 
 
-def update(inv: Invocation, task_id: int, patch: Patch, force: bool = False, retry: bool = False) -> int:
-    return show_record(inv, inv.board.update(task_id, patch, force=force, retry=retry))
+def update(
+    inv: Invocation,
+    task_id: int,
+    patch: Patch,
+    force: bool = False,
+    retry: bool = False,
+    gate_timeout: float | None = None,
+) -> int:
+    return show_record(inv, inv.board.update(task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout))
 
 
 def delete(inv: Invocation, task_id: int, force: bool = False) -> int:
     return show_record(inv, inv.board.delete(task_id, force=force))
 
 
-def done(inv: Invocation, task_id: int, note: str = "", force: bool = False) -> int:
-    return show_record(inv, inv.board.done(task_id, note, force=force))
+def done(inv: Invocation, task_id: int, note: str = "", force: bool = False, gate_timeout: float | None = None) -> int:
+    return show_record(inv, inv.board.done(task_id, note, force=force, gate_timeout=gate_timeout))
+
+
+def reopen(inv: Invocation, task_id: int, cascade: bool = False, note: str = "") -> int:
+    """Reopen a completed task (and with cascade its completed downstream): the record;
+    the others reopened are named on stderr."""
+    outcome = inv.board.reopen(task_id, cascade, note)
+    reopened = [event.task for event in outcome.events if event.what == "reopened" and event.task != task_id]
+    if reopened:
+        from .model import ids_text
+
+        inv.event("reopened", reopened, f"also reopened {ids_text(reopened)}")
+    return show_record(inv, outcome)
 
 
 def release(inv: Invocation, task_id: int, note: str = "", failed: bool = False, force: bool = False) -> int:

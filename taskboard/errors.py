@@ -50,3 +50,9 @@ class Corrupt(TaskError):
         super().__init__(message, reason, **data)
         self.file = file
         self.rule = rule
+
+
+class GateFailed(TaskError):
+    """Completing a task whose acceptance gate failed: nothing completed (taskboard.gates)."""
+
+    code, exit_code = "gate_failed", 7

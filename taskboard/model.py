@@ -213,6 +213,33 @@ def _utf8(text: str, what: str) -> str:
     return text
 
 
+# acceptance gates (taskboard.gates): what a task keeps in metadata.gate / metadata.accept
+MAX_COMMAND = 4096
+
+
+def check_gate(value: Any) -> str:
+    """A gate command: one line of text (the shell runs it), at most MAX_COMMAND characters."""
+    if not isinstance(value, str):
+        raise UsageError(f"a gate must be a shell command as text, not {value!r}", "gate")
+    if not value.strip():
+        raise UsageError("the gate command is empty (to remove the gate, give it as empty)", "gate")
+    if len(value) > MAX_COMMAND:
+        raise UsageError(f"the gate command is {len(value)} characters long; at most {MAX_COMMAND} are allowed", "gate")
+    if any((ord(char) < 32 and char != "\t") or ord(char) == 127 for char in value):
+        raise UsageError("the gate command contains a control character; keep it on one line", "gate")
+    return _utf8(value, "the gate command")
+
+
+def check_accept(value: Any) -> str:
+    """What "done" means, for people: text like a description."""
+    if not isinstance(value, str):
+        raise UsageError(f"the acceptance text must be text, not {value!r}", "accept")
+    try:
+        return check_description(value)
+    except UsageError as exc:
+        raise UsageError(exc.message.replace("the description", "the acceptance text"), "accept") from None
+
+
 def parse_json_value(text: str) -> Any:
     """JSON text as a value, strictly: no NaN or Infinity (nor 1e999, which parses as
     inf). Raises NonFinite for those, ValueError when it is not JSON, RecursionError."""
@@ -366,7 +393,10 @@ FIELDS = (
 META_FIELDS: tuple[Field, ...] = (
     Field("priority", int, lambda stamp: DEFAULT_PRIORITY, check=check_priority),
     Field("labels", list, lambda stamp: [], check=check_labels),
+    Field("accept", str, lambda stamp: "", check=check_accept),
+    Field("gate", str, lambda stamp: "", check=check_gate),
 )
+
 
 FIELD = {field.name: field for field in FIELDS + META_FIELDS}
 KEY_ORDER = tuple(field.name for field in FIELDS)

@@ -35,6 +35,7 @@ LAYERS = [
         "importing",
         "store",
         "journal",
+        "gates",
         "views",
         "graph",
         "outcome",
