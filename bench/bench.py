@@ -226,6 +226,92 @@ def taskwarrior(root: Path, runs: int) -> list[tuple[str, float, float]]:
     return results
 
 
+# -- claims and waiting (issue 9) -------------------------------------------------------
+
+
+def claim_figures(bench: Bench, board: Path, clone_board: Path) -> dict:
+    """`claim` then `release` of the first ready task, on the 10k board and on a board in a
+    git clone (where claims go to the shared runtime state), each round next to a bare start."""
+    import subprocess
+
+    found = subprocess.run([TASKS, "ready", "--json"], env=environment(board), capture_output=True, check=True)
+    first = json.loads(found.stdout)
+    task = str(first[0]["id"])
+
+    def claim_release(attempt: int) -> list[str]:
+        return (
+            ["--as", "bench", "claim", "--json"] if attempt % 2 == 0 else ["--as", "bench", "release", task, "--json"]
+        )
+
+    rows = bench.measure_together(
+        [
+            ("claim/release (10k)", board, claim_release),
+            ("claim/release (in a git clone)", clone_board, fixed_cycle("bench")),
+        ],
+        runs=max(4, bench.runs - bench.runs % 2),
+    )
+    return {"claim": rows[0], "claim_clone": rows[1]}
+
+
+def fixed_cycle(owner: str):
+    return lambda attempt: ["--as", owner, "claim", "--json"] if attempt % 2 == 0 else ["--as", owner, "release", "1"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process used so far (/proc/<pid>/stat, Linux)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def waiting_figures(root: Path, idle: float = 30.0) -> dict:
+    """What a waiting `claim --wait` costs: CPU over `idle` seconds while nothing happens
+    (a task held by someone else), how soon it claims once the task is released, and how
+    soon after a lease runs out it takes the task over."""
+    import subprocess
+
+    board = root / "waiting" / ".tasks"
+    env = environment(board)
+    subprocess.run([TASKS, "create", "held"], env=env, capture_output=True, check=True)
+    subprocess.run([TASKS, "--as", "holder", "claim", "1"], env=env, capture_output=True, check=True)
+    waiter = subprocess.Popen([TASKS, "--as", "waiter", "claim", "--wait", "--json"], env=env, stdout=subprocess.PIPE)
+    time.sleep(2.0)  # start-up and the first looks at the board are not idling
+    figures: dict = {}
+    if os.path.exists(f"/proc/{waiter.pid}/stat"):
+        before, start = cpu_seconds(waiter.pid), time.perf_counter()
+        time.sleep(idle)
+        figures["idle_cpu"] = (cpu_seconds(waiter.pid) - before) / (time.perf_counter() - start)
+    released = time.perf_counter()
+    subprocess.run([TASKS, "--as", "holder", "release", "1"], env=env, capture_output=True, check=True)
+    waiter.communicate(timeout=60)
+    figures["wake"] = time.perf_counter() - released
+    subprocess.run([TASKS, "--as", "waiter", "release", "1"], env=env, capture_output=True, check=True)
+    subprocess.run([TASKS, "--as", "holder", "claim", "1", "--lease", "2s"], env=env, capture_output=True, check=True)
+    leased = time.time()
+    subprocess.run([TASKS, "--as", "waiter", "claim", "--wait", "--json"], env=env, capture_output=True, check=True)
+    figures["takeover_after_expiry"] = time.time() - (leased + 2.0)
+    print(
+        f"  claim --wait idle CPU: {figures.get('idle_cpu', float('nan')) * 100:.3f} % of a core over {idle:.0f} s; "
+        f"claims {figures['wake'] * 1000:.0f} ms after a release (incl. the release command); "
+        f"takes over {figures['takeover_after_expiry'] * 1000:.0f} ms after a lease runs out",
+        flush=True,
+    )
+    return figures
+
+
+def clone_board(root: Path) -> Path:
+    """A small board inside a git clone: claims go to git's common folder."""
+    import subprocess
+
+    repo = root / "clone"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    board = repo / ".tasks"
+    for i in range(5):
+        spawn([TASKS, "create", f"seed {i}", "--json"], environment(board))
+    return board
+
+
 # -- the run -----------------------------------------------------------------------------
 
 
@@ -323,6 +409,9 @@ def main() -> int:
             runs=hub_runs,
         )
 
+        r.update(claim_figures(bench, big, clone_board(root)))
+        waits = waiting_figures(root)
+
         tw = taskwarrior(root, 6)
         bare = statistics.median(bench.baselines)
         peak_mb = r["list"]["peak"] / 1e6
@@ -349,6 +438,18 @@ def main() -> int:
                 r["create_10k"]["median"] / r["create_1k"]["median"] <= 1.3,
             ),
             ("list --json 10k peak memory", f"{peak_mb:.0f} MB", "≤ 100 MB", peak_mb <= 100),
+            (
+                "claim --wait idle CPU",
+                f"{waits.get('idle_cpu', 0) * 100:.3f} %",
+                "< 1 % of a core",
+                waits.get("idle_cpu", 0) < 0.01,
+            ),
+            (
+                "takeover after a lease runs out",
+                f"{waits['takeover_after_expiry']:.2f} s",
+                "≤ 1 s",
+                waits["takeover_after_expiry"] <= 1.0,
+            ),
         ]
         print(f"\nbare interpreter (`python -c pass`, median of {len(bench.baselines)}): {bare * 1000:.1f} ms\n")
         print("| operation | median | × bare |")
