@@ -484,6 +484,20 @@ def release(inv: Invocation, task_id, note, failed, force):
     return commands.release(inv, task_id, note, failed=failed, force=force)
 
 
+@cli.command()
+@click.option("--limit", type=LIMIT, help="How many ready tasks to name (default 5).")
+@json_option
+@pass_inv
+def prime(inv: Invocation, limit):
+    """A short briefing for an agent starting a session: what you hold, what is ready
+    for you, what is stuck, and the rules of the loop.
+
+    \b
+      tasks --as agent-7 prime
+    """
+    return commands.prime(inv, limit)
+
+
 def _plan_bytes(source: str) -> bytes:
     """The plan to import: a file's bytes, or stdin's for `-`; at most one byte more than
     the largest plan allowed (the core says it is too big)."""

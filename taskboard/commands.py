@@ -183,6 +183,67 @@ def import_plan(inv: Invocation, data: bytes) -> int:
     return 0
 
 
+# The rules of the agent loop, as `tasks prime` gives them: (command, what it does).
+LOOP = (
+    ("tasks claim --wait --json", "take the next task (waits while work may still come; exit 3: the plan is finished)"),
+    ("tasks done ID --note TEXT", "you finished it"),
+    ("tasks release ID --failed --note WHY", "you could not: give it back (3 failures make a task stuck)"),
+    ("tasks note ID TEXT", "leave word for whoever comes next (tasks log ID shows what happened)"),
+)
+
+
+def prime(inv: Invocation, limit: int | None = None) -> int:
+    """`tasks prime`: a short briefing for an agent starting or resuming a session."""
+    from .briefing import DEFAULT_READY, brief
+
+    briefing = brief(inv.board, limit or DEFAULT_READY)
+    if inv.json:
+        inv.data(briefing.document() | {"loop": [{"command": c, "does": d} for c, d in LOOP]})
+    else:
+        write(sys.stdout, briefing_text(briefing))
+    damage(inv, briefing.listing)
+    return 0
+
+
+def briefing_text(briefing: Any) -> str:
+    """The briefing in a few plain lines (no rich: an agent reads it, maybe from a hook)."""
+    from .claims import describe
+    from .views import summary, task_line
+
+    listing = briefing.listing
+
+    def line(record: dict, extra: str = "") -> str:
+        facts = describe(briefing.facts.get(record["id"], {}))
+        return f"  {task_line(record)}{extra}" + (" — " + "; ".join(facts) if facts else "") + "\n"
+
+    text = f"board {briefing.board}: {summary(listing.records, listing.lookup)}\n"
+    if briefing.caller:
+        text += f"you are {briefing.caller}\n"
+        text += "you hold:\n" + "".join(map(line, briefing.held)) if briefing.held else "you hold nothing\n"
+        if briefing.reserved:
+            text += "reserved for you:\n" + "".join(map(line, briefing.reserved))
+    else:
+        text += "you have no name: set TASKS_OWNER or pass --as NAME (claims and the journal need one)\n"
+    if briefing.ready:
+        more = f"; the first {len(briefing.ready)}" if briefing.ready_total > len(briefing.ready) else ""
+        text += f"ready for you ({briefing.ready_total}{more}; by priority, then id):\n"
+        text += "".join(line(record, f"  [priority {priority}]") for record, priority in _priorities(briefing.ready))
+    else:
+        text += "nothing is ready for you now\n"
+    if briefing.stuck:
+        text += "stuck (put one back with: tasks update ID --status pending --retry):\n"
+        text += "".join(map(line, briefing.stuck))
+    width = max(len(command) for command, _ in LOOP)
+    text += "the loop:\n" + "".join(f"  {command:<{width}}  {does}\n" for command, does in LOOP)
+    return text
+
+
+def _priorities(records: list) -> list:
+    from .model import priority_of
+
+    return [(record, priority_of(record)) for record in records]
+
+
 def list_tasks(
     inv: Invocation,
     statuses: Iterable[str] = (),

@@ -33,6 +33,7 @@ LAYERS = [
         "board",
         "check",
         "importing",
+        "briefing",
         "store",
         "journal",
         "gates",

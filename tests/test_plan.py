@@ -357,3 +357,70 @@ def test_a_linked_worktree_has_its_own_top(tmp_path):
     assert tasks_process("create", "feature's", cwd=inside).returncode == 0
     assert json.loads((inside / ".tasks" / "task_1.json").read_text())["subject"] == "feature's"
     assert json.loads((repo / ".tasks" / "task_1.json").read_text())["subject"] == "main's"
+
+
+# -- prime ------------------------------------------------------------------------------------------------------
+
+
+def test_prime_tells_an_agent_where_it_stands(run):
+    run("create", "Setup", "--priority", "1")  # 1
+    run("create", "Mine", "--owner", "agent-7")  # 2
+    run("create", "Carol's", "--owner", "carol", "--priority", "0")  # 3
+    run("create", "Urgent", "--priority", "0")  # 4
+    run("create", "Later", "--blocked-by", "1")  # 5
+    run("create", "Flaky")  # 6
+    for attempt in range(3):
+        run("--as", "bot", "claim", "6")
+        run("--as", "bot", "release", "6", "--failed", "--note", f"hangs {attempt}")
+    run("--as", "agent-7", "claim", "1", "--lease", "15m")
+    text = run("--as", "agent-7", "prime").stdout
+    lines = text.splitlines()
+    assert lines[0].startswith(f"board {run.board_dir}: 6 tasks")
+    assert "you are agent-7" in lines
+    held = lines.index("you hold:")
+    assert lines[held + 1].startswith("  [>] #1: Setup — held by agent-7, lease 15m, expires in")
+    assert lines[lines.index("reserved for you:") + 1] == "  [ ] #2: Mine"
+    ready = next(i for i, line in enumerate(lines) if line.startswith("ready for you (2;"))
+    assert lines[ready + 1 : ready + 3] == ["  [ ] #4: Urgent  [priority 0]", "  [ ] #2: Mine  [priority 2]"]
+    stuck = next(i for i, line in enumerate(lines) if line.startswith("stuck"))
+    assert "--retry" in lines[stuck] and lines[stuck + 1] == "  [ ] #6: Flaky — stuck: failed 3 times (last: hangs 2)"
+    assert "tasks claim --wait --json" in text and "tasks release ID --failed" in text and "tasks done ID" in text
+
+    brief = run.json("--as", "agent-7", "prime", "--limit", "1")
+    assert [item["id"] for item in brief["held"]] == [1] and brief["held"][0]["lease"]["holder"] == "agent-7"
+    assert [item["id"] for item in brief["reserved"]] == [2]
+    assert [item["id"] for item in brief["ready"]] == [4] and brief["ready_total"] == 2
+    assert brief["stuck"] == [
+        {
+            "id": 6,
+            "subject": "Flaky",
+            "status": "pending",
+            "owner": "",
+            "priority": 2,
+            "labels": [],
+            "attempts": 3,
+            "stuck": True,
+            "last_failure": "hangs 2",
+        }
+    ]
+    assert brief["counts"]["tasks"] == 6 and brief["caller"] == "agent-7"
+    assert brief["loop"][0]["command"] == "tasks claim --wait --json"
+
+
+def test_prime_for_someone_without_a_name_and_on_an_empty_board(run, board_dir):
+    text = run("prime").stdout
+    assert "you have no name" in text and "nothing is ready for you now" in text
+    assert not board_dir.exists()  # a read: creates nothing
+    run("create", "A", "--owner", "carol")
+    assert [item["id"] for item in run.json("prime")["ready"]] == [1]  # a person sees all that is ready
+    assert run.json("--as", "bob", "prime")["ready"] == []  # an agent, what it could take
+
+
+def test_prime_needs_no_journal_and_writes_nothing(run, board_dir):
+    run("create", "A")
+    run("note", "1", "hello")
+    before = snapshot(board_dir)
+    (board_dir / "journal").rename(board_dir / "journal-away")
+    run("--as", "x", "prime")
+    (board_dir / "journal-away").rename(board_dir / "journal")
+    assert snapshot(board_dir) == before
