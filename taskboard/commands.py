@@ -86,7 +86,11 @@ def get(inv: Invocation, task_id: int) -> int:
         from . import render
 
         assert outcome.record is not None
-        render.show_task(outcome.record, outcome.neighbours, plain=inv.plain())
+        # the task's last events: one more than shown, to know whether there are more
+        history = inv.board.log(task_id, render.EVENTS_SHOWN + 1)
+        facts = {task_id: {"events": history.journaled}}
+        render.show_task(outcome.record, outcome.neighbours, plain=inv.plain(), facts=facts)
+        inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command
     return 0
 

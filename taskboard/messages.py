@@ -135,6 +135,11 @@ def entry_text(entry: dict[str, Any]) -> str:
     """One journal entry as a line for people: `2026-11-29T18:03:11Z  alice  #4 completed`,
     then its particulars (a note's text, the fields edited, an edge, who was overridden).
     Entries are data from the repository: callers escape them before any markup."""
+    return f"{entry['at']}  {entry['actor']}  #{entry['task']} {' '.join(entry_words(entry))}"
+
+
+def entry_words(entry: dict[str, Any]) -> list[str]:
+    """What an entry says after when, who and which task: the event, then its particulars."""
     event, details = entry["event"], {k: v for k, v in entry.items() if k not in _ENTRY_KEYS}
     words = [event]
     if event == "note":
@@ -148,4 +153,4 @@ def entry_text(entry: dict[str, Any]) -> str:
         details.pop("by", None)
     for key, value in details.items():
         words.append(f"{key}={value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
-    return f"{entry['at']}  {entry['actor']}  #{entry['task']} {' '.join(words)}"
+    return words

@@ -1187,7 +1187,9 @@ def _value(value: Any) -> str:
 
 
 def _events(events: list[Mapping[str, Any]], now: float) -> Table:
-    """`4 min ago  agent-c  claimed  lease 15m`: when, who, what, then the rest, aligned."""
+    """`4 min ago  agent-c  claimed  lease=15m`: when, who, what, then the rest, aligned."""
+    from .messages import entry_words
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True, style="dim")
     grid.add_column(no_wrap=True, style=OWNER_STYLE, max_width=20)
@@ -1195,18 +1197,14 @@ def _events(events: list[Mapping[str, Any]], now: float) -> Table:
     grid.add_column(overflow="fold")
     for event in events:
         at = epoch(event.get("at"))
-        name = str(event.get("event", "?"))
-        failed = name == "failed" or event.get("ok") is False
-        rest = []
-        for key, value in event.items():
-            if key in ("at", "actor", "task", "event", "eid"):
-                continue
-            rest.append(_value(value) if key in ("note", "text") else f"{key} {_value(value)}")
+        entry = {"event": "?", **event}
+        words = entry_words(entry)
+        failed = entry["event"] in ("failed", "gate-failed") or entry.get("ok") is False
         grid.add_row(
             f"{span(now - at)} ago" if at is not None else str(event.get("at", "?")),
             Text(str(event.get("actor", "?")), overflow="ellipsis"),
-            Text(name, style=TROUBLE if failed else "bold"),
-            Text(", ".join(rest)),
+            Text(words[0].rstrip(":"), style=TROUBLE if failed else "bold"),
+            Text(" ".join(words[1:])),
         )
     return grid
 

@@ -143,11 +143,11 @@ def trouble_facts() -> dict[int, dict]:
     """What the runtime state and the journal will say about the trouble plan."""
     events = [
         {"at": "2026-11-29T18:00:00Z", "actor": "alice", "task": 4, "event": "created"},
-        {"at": NOW - 7200, "actor": "agent-b", "task": 4, "event": "claimed", "lease": "15m"},
+        {"at": NOW - 7200, "actor": "agent-b", "task": 4, "event": "claimed", "owner": "agent-b"},
         {"at": NOW - 6000, "actor": "agent-b", "task": 4, "event": "failed", "note": "tests hang"},
         {"at": NOW - 5000, "actor": "agent-b", "task": 4, "event": "released"},
-        {"at": NOW - 3600, "actor": "agent-c", "task": 4, "event": "claimed", "lease": "15m"},
-        {"at": NOW - 1500, "actor": "agent-c", "task": 4, "event": "note", "note": "parser half done"},
+        {"at": NOW - 3600, "actor": "agent-c", "task": 4, "event": "claimed", "owner": "agent-c"},
+        {"at": NOW - 1500, "actor": "agent-c", "task": 4, "event": "note", "text": "parser half done"},
         {"at": NOW - 1200, "actor": "agent-c", "task": 4, "event": "edited", "fields": ["description"]},
     ]
     return {
@@ -357,7 +357,8 @@ def test_get_shows_priority_labels_lease_attempts_gate_and_last_events(tmp_path)
     events = text.split("last events")[1]
     assert "alice" not in events and "created" not in events
     assert re.search(
-        r"2 h ago agent-b failed tests hang .* 20 min ago agent-c edited fields \[\"description\"\]", events
+        r"2 h ago agent-b failed note=tests hang .* 25 min ago agent-c note parser half done 20 min ago agent-c edited description",
+        events,
     )
     record, neighbours = with_neighbours(board, 8)
     text = unframed(draw(render.task_view(record, neighbours, facts=facts, now=NOW), 100))
@@ -509,3 +510,21 @@ def test_golden_snapshots(tmp_path):
     for name, text in shots.items():
         expected = (GOLDEN / f"{name}.txt").read_text(encoding="utf-8")
         assert text == expected, f"{name} changed; UPDATE_GOLDEN=1 rewrites tests/golden/ after a deliberate change"
+
+
+def test_get_shows_the_tasks_last_events_from_the_journal(tmp_path):
+    run = Run(tmp_path / ".tasks")
+    run("create", "Write parser")
+    run("create", "Write tests", "--blocked-by", "1")
+    run("--as", "alice", "claim", "1")
+    run("note", "1", "half done")
+    for word in ("first", "second", "third"):
+        run("update", "1", "-d", word)
+    shown = run("get", "1").stdout
+    events = shown.split("last events")[1]
+    assert "created" not in events  # the last five of seven, oldest first
+    lines = [line.split() for line in events.strip().splitlines()]
+    assert [line[3:5] for line in lines[:2]] == [["alice", "claimed"], [lines[1][3], "note"]]
+    assert "half done" in events and events.count("edited") == 3 and "description" in events
+    assert "events" in run("get", "2").stdout and "last events" not in run("get", "2").stdout
+    assert "events" not in run("get", "1", "--json").stdout  # the record, and only it
