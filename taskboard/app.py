@@ -63,10 +63,10 @@ def _run_click(args: list[str], inv: Invocation) -> int:
 
 
 def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
-    """`[--dir P] get ID --json`, `list --json`, `ready --json` and `create SUBJECT --json`:
-    the calls agents make in loops, run without importing click. Anything else, even a
-    spelling of these that click would accept, returns None and goes through click,
-    which stays the one definition of the command line."""
+    """`get ID --json`, `list --json`, `ready --json` and `create SUBJECT --json`, with
+    `--dir P` anywhere: the calls agents make in loops, run without importing click.
+    Anything else, even a spelling of these that click would accept, returns None and
+    goes through click, which stays the one definition of the command line."""
     from . import commands
     from .errors import UsageError
     from .model import parse_id
@@ -76,7 +76,7 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
         token = rest.pop(0)
         if token == "--json":
             inv.json = True
-        elif token == "--dir" and rest and command is None:
+        elif token == "--dir" and rest:  # before or after the command, as click takes it
             inv.board_dir = rest.pop(0)
         elif command is None and token in ("get", "list", "ready", "create"):
             command = token

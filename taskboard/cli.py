@@ -38,10 +38,14 @@ if TYPE_CHECKING:
 
 
 class Parsed(click.ParamType):
-    """A value parsed by one of the core's parsers; its UsageError becomes click's."""
+    """A value parsed by one of the core's parsers; its UsageError becomes click's.
+    `complete`, when given, offers values to shell completion."""
 
-    def __init__(self, name: str, parse):
-        self.name, self.parse = name, parse
+    def __init__(self, name: str, parse, complete=None):
+        self.name, self.parse, self.complete = name, parse, complete
+
+    def shell_complete(self, ctx, param, incomplete):
+        return self.complete(ctx, incomplete) if self.complete else []
 
     def convert(self, value, param, ctx):
         if not isinstance(value, str):
@@ -107,7 +111,26 @@ def _lease(text: str) -> float:
         ) from None
 
 
-TASK_ID = Parsed("ID", parse_id)
+def _complete_ids(ctx: click.Context, incomplete: str) -> list:
+    """The ids of the board's tasks (not deleted), each with its subject, for shell completion.
+    The board is the one the command line names so far (--dir before or after the command)."""
+    from .errors import TaskError
+
+    inv = ctx.ensure_object(Invocation)
+    board_dir = inv.board_dir if inv.board_dir is not None else ctx.find_root().params.get("board_dir")
+    try:
+        listing = Invocation(board_dir=board_dir).board.listing()
+    except (TaskError, OSError):
+        return []  # completion never fails loudly
+    wanted = incomplete.lstrip("#")
+    return [
+        click.shell_completion.CompletionItem(str(record["id"]), help=record["subject"])
+        for record in listing.records
+        if record["status"] != "deleted" and str(record["id"]).startswith(wanted)
+    ]
+
+
+TASK_ID = Parsed("ID", parse_id, _complete_ids)
 
 
 def _gate_seconds(text: str) -> float:
@@ -158,15 +181,65 @@ json_option = click.option(
 pass_inv = click.make_pass_decorator(Invocation)
 
 
+def _set_global(attribute: str):
+    """A callback that keeps a global option given after the command (agents put them there)."""
+
+    def keep(ctx: click.Context, _param, value):
+        if value is not None:
+            setattr(ctx.ensure_object(Invocation), attribute, value)
+        return value
+
+    return keep
+
+
+# The global options, accepted after the command too: `tasks create X --as alice`.
+GLOBAL_OPTIONS = (
+    click.option(
+        "--dir",
+        "board_dir",
+        metavar="PATH",
+        expose_value=False,
+        callback=_set_global("board_dir"),
+        help="The board folder (else TASKS_DIR, else the nearest .tasks/).",
+    ),
+    click.option(
+        "--timeout",
+        type=SECONDS,
+        expose_value=False,
+        callback=_set_global("timeout"),
+        help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).",
+    ),
+    click.option(
+        "--as",
+        "caller",
+        metavar="NAME",
+        expose_value=False,
+        callback=_set_global("caller_flag"),
+        help="Who is calling (else TASKS_OWNER); protects tasks others hold.",
+    ),
+)
+
+
+def common_options(command):
+    """--json and the global options, on every command."""
+    for option in (json_option, *reversed(GLOBAL_OPTIONS)):
+        command = option(command)
+    return command
+
+
 def _description(value: str) -> str:
     """`-d -` reads the description from stdin (UTF-8)."""
     return _text(value, "the description")
 
 
 def _text(value: str, what: str) -> str:
-    """A text argument; '-' reads it from stdin (UTF-8)."""
+    """A text argument; '-' reads it from stdin (UTF-8). A person at a terminal is told
+    that the command waits for them (a command never prompts, but it may read)."""
     if value != "-":
         return value
+    if sys.stdin and sys.stdin.isatty():
+        inv = click.get_current_context().ensure_object(Invocation)
+        inv.event("reading", "stdin", f"reading {what} from stdin (end with Ctrl-D)")
     raw = sys.stdin.buffer.read(MAX_DESCRIPTION * 4 + 1) if sys.stdin else b""
     if len(raw) > MAX_DESCRIPTION * 4:  # more bytes than the longest allowed text can take; cut mid-character
         raise UsageError(f"{what} on stdin is longer than {MAX_DESCRIPTION} characters, the most allowed")
@@ -214,7 +287,7 @@ def cli(ctx: click.Context, board_dir, timeout, caller, json_):
 
 
 @cli.command()
-@json_option
+@common_options
 @pass_inv
 def init(inv: Invocation):
     """Create the board with its .gitignore and .gitattributes."""
@@ -232,7 +305,7 @@ def init(inv: Invocation):
 @click.option("--label", "labels", multiple=True, help="A label (repeatable).")
 @click.option("--accept", help="What done means, for people.")
 @click.option("--gate", help="A shell command that must pass before the task is completed.")
-@json_option
+@common_options
 @pass_inv
 def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta, priority, labels, accept, gate):
     """Add a pending task.
@@ -248,7 +321,7 @@ def create(inv: Invocation, subject, description, blocked_by, blocks, owner, met
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
-@json_option
+@common_options
 @pass_inv
 def get(inv: Invocation, task_id):
     """Show one task."""
@@ -274,7 +347,7 @@ def get(inv: Invocation, task_id):
 @click.option("--gate-timeout", type=GATE_SECONDS, help="Seconds the gate may run when completing (default 600).")
 @click.option("--force", is_flag=True, help="Override another owner's hold on the task; complete without the gate.")
 @click.option("--retry", is_flag=True, help="Forget the failed attempts: a stuck task may be claimed again.")
-@json_option
+@common_options
 @pass_inv
 def update(
     inv: Invocation,
@@ -330,7 +403,7 @@ def update(
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @click.option("--force", is_flag=True, help="Override another owner's hold on an in-progress task.")
-@json_option
+@common_options
 @pass_inv
 def delete(inv: Invocation, task_id, force):
     """Delete a task (logically: the file stays, its edges go)."""
@@ -338,7 +411,7 @@ def delete(inv: Invocation, task_id, force):
 
 
 @cli.command()
-@click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
+@click.argument("task_id", type=TASK_ID, metavar="[ID]", required=False)
 @click.option("--owner", help="Who takes it (else --as, else TASKS_OWNER).")
 @click.option(
     "--lease", type=LEASE, metavar="DURATION", help="End the claim unless renewed within 90s, 15m, 2h... (TASKS_LEASE)."
@@ -351,7 +424,7 @@ def delete(inv: Invocation, task_id, force):
     metavar="[SECONDS]",
     help="When nothing is claimable yet but may become so, wait for it (at most SECONDS).",
 )
-@json_option
+@common_options
 @pass_inv
 def claim(inv: Invocation, task_id, owner, lease, wait):
     """Take a task atomically: ID, or the first ready one.
@@ -372,7 +445,7 @@ def claim(inv: Invocation, task_id, owner, lease, wait):
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @click.option("--lease", type=LEASE, metavar="DURATION", help="A new length for the lease (else the one it has).")
-@json_option
+@common_options
 @pass_inv
 def renew(inv: Invocation, task_id, lease):
     """Renew your lease on a task you hold: it ends DURATION from now.
@@ -419,7 +492,7 @@ def _list_options(command):
 
 @cli.command(name="list")
 @_list_options
-@json_option
+@common_options
 @pass_inv
 def list_(inv: Invocation, statuses, ready, blocked, include_deleted, owner, labels, priority, grep, limit):
     """Tasks in ascending id order; only ready tasks (--ready, --status ready) come in ready order."""
@@ -429,7 +502,7 @@ def list_(inv: Invocation, statuses, ready, blocked, include_deleted, owner, lab
 
 @cli.command()
 @_filter_options
-@json_option
+@common_options
 @pass_inv
 def ready(inv: Invocation, owner, labels, priority, grep, limit):
     """Tasks that can start now, in ready order: priority (0 first; unset counts as 2), then id."""
@@ -442,7 +515,7 @@ def ready(inv: Invocation, owner, labels, priority, grep, limit):
 @click.option("--note", default="", help="What to say about it in the journal.")
 @click.option("--gate-timeout", type=GATE_SECONDS, help="Seconds the task's gate may run (default 600).")
 @click.option("--force", is_flag=True, help="Complete it even though another owner holds it, or its gate.")
-@json_option
+@common_options
 @pass_inv
 def done(inv: Invocation, task_id, note, gate_timeout, force):
     """Complete a task (short for update ID --status completed); its gate runs first.
@@ -457,7 +530,7 @@ def done(inv: Invocation, task_id, note, gate_timeout, force):
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @click.option("--cascade", is_flag=True, help="Also reopen every completed task downstream of it.")
 @click.option("--note", default="", help="What to say about it in the journal (why it is reopened).")
-@json_option
+@common_options
 @pass_inv
 def reopen(inv: Invocation, task_id, cascade, note):
     """Reopen a completed task (completed → pending), with --cascade its downstream too.
@@ -473,7 +546,7 @@ def reopen(inv: Invocation, task_id, cascade, note):
 @click.option("--note", default="", help="What to say about it in the journal (why it failed).")
 @click.option("--failed", is_flag=True, help="Record a failed attempt.")
 @click.option("--force", is_flag=True, help="Release it even though another owner holds it.")
-@json_option
+@common_options
 @pass_inv
 def release(inv: Invocation, task_id, note, failed, force):
     """Give a task back: in progress → pending, the owner cleared.
@@ -514,7 +587,7 @@ def _plan_bytes(source: str) -> bytes:
 
 @cli.command(name="import")
 @click.argument("source", metavar="FILE")
-@json_option
+@common_options
 @pass_inv
 def import_(inv: Invocation, source):
     """Create a whole plan as one change, from a JSON file ('-' reads stdin).
@@ -537,7 +610,7 @@ def import_(inv: Invocation, source):
 @click.option("--all", "every", is_flag=True, help="Every card: no fitting to the screen, all of Done.")
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
 @click.option("--watch", is_flag=True, help="Redraw whenever the board changes, until Ctrl-C.")
-@json_option
+@common_options
 @pass_inv
 def board(inv: Invocation, owner, labels, every, svg, watch):
     """The kanban view: Blocked · Ready · In progress · Done.
@@ -549,7 +622,7 @@ def board(inv: Invocation, owner, labels, every, svg, watch):
 
 
 @cli.command()
-@click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
+@click.argument("task_id", type=TASK_ID, metavar="[ID]", required=False)
 @click.option(
     "--format",
     "fmt",
@@ -560,7 +633,7 @@ def board(inv: Invocation, owner, labels, every, svg, watch):
 )
 @click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks.")
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
-@json_option
+@common_options
 @pass_inv
 def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
     """The dependency graph; A -> B means A blocks B.
@@ -574,7 +647,7 @@ def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
 
 @cli.command()
 @click.option("--fix", is_flag=True, help="Repair what has one right answer.")
-@json_option
+@common_options
 @pass_inv
 def check(inv: Invocation, fix):
     """Validate every file and invariant; exit 0 when sound, 6 otherwise."""
@@ -584,7 +657,7 @@ def check(inv: Invocation, fix):
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
 @click.argument("text")
-@json_option
+@common_options
 @pass_inv
 def note(inv: Invocation, task_id, text):
     """Journal a note about a task ('-' reads it from stdin); no task file changes.
@@ -596,9 +669,9 @@ def note(inv: Invocation, task_id, text):
 
 
 @cli.command()
-@click.argument("task_id", type=TASK_ID, metavar="ID", required=False)
+@click.argument("task_id", type=TASK_ID, metavar="[ID]", required=False)
 @click.option("--limit", type=click.IntRange(min=0), help="Only the last N events.")
-@json_option
+@common_options
 @pass_inv
 def log(inv: Invocation, task_id, limit):
     """What happened, oldest first: the journal, or every event concerning ID.
@@ -625,7 +698,7 @@ def log(inv: Invocation, task_id, limit):
     show_default=True,
     help="The model API the definitions are for.",
 )
-@json_option
+@common_options
 @pass_inv
 def schema(inv: Invocation, fmt):
     """Print the board's tools as a JSON array of tool definitions.
@@ -640,7 +713,7 @@ def schema(inv: Invocation, fmt):
 
 
 @cli.command()
-@json_option
+@common_options
 @pass_inv
 def call(inv: Invocation):
     """Run one tool call read as JSON on stdin; print its result.
@@ -658,7 +731,7 @@ def call(inv: Invocation):
 
 @cli.command()
 @click.argument("harness_name", metavar="HARNESS", type=click.Choice(["claude", "codex"]))
-@json_option
+@common_options
 @pass_inv
 def setup(inv: Invocation, harness_name):
     """Configure a coding agent to use the board in this repository.

@@ -1,0 +1,106 @@
+"""The command line as people and agents type it: global options after the command,
+usage lines that show what is optional, `-d -` at a terminal, and shell completion of
+task ids from the board. Real processes where a terminal or the environment matters."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+
+import pytest
+from conftest import TASKS, tasks_process
+
+
+def test_global_options_work_after_the_command(run, board_dir, tmp_path):
+    created = run.json("create", "Write parser", "--as", "alice", "--timeout", "3")
+    assert created["id"] == 1
+    assert [entry["actor"] for entry in run.json("log", "1")] == ["alice"]  # --as reached the journal
+    claimed = run.json("claim", "1", "--as", "bob")
+    assert claimed["owner"] == "bob"
+    refused = run("update", "1", "--status", "pending", "--as", "carol", expect=4)  # bob holds it
+    assert "bob" in refused.stderr
+    # --dir after the command (given twice, the later one wins), and --json after it too
+    elsewhere = tmp_path / "elsewhere"
+    shown = tasks_process("--dir", str(board_dir), "create", "Docs", "--dir", str(elsewhere), "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["id"] == 1 and (elsewhere / "task_1.json").exists()
+    listed = tasks_process("list", "--dir", str(elsewhere), "--json")  # the click-free path takes it too
+    assert [task["subject"] for task in json.loads(listed.stdout)] == ["Docs"]
+    bad = run("list", "--timeout", "soon", expect=2)
+    assert "soon" in bad.stderr and "Usage: tasks list" in bad.stderr
+
+
+@pytest.mark.parametrize("command", ["claim", "graph", "log"])
+def test_usage_lines_show_an_optional_id_as_optional(run, command):
+    assert run(command, "--help").stdout.splitlines()[0] == f"Usage: tasks {command} [OPTIONS] [ID]"
+    assert run("get", "--help").stdout.splitlines()[0] == "Usage: tasks get [OPTIONS] ID"
+
+
+def test_every_command_takes_the_global_options(run):
+    for command in ("init", "create", "get", "update", "delete", "claim", "list", "ready", "board", "graph", "check"):
+        text = run(command, "--help").stdout
+        for option in ("--dir PATH", "--timeout SECONDS", "--as NAME", "--json"):
+            assert option in text, (command, option)
+
+
+def _at_a_terminal(args: list[str], typed: bytes, env: dict) -> tuple[int, bytes, bytes]:
+    """Run `tasks ARGS` with a pseudo-terminal as stdin, type `typed`, then Ctrl-D."""
+    leader, follower = os.openpty()
+    process = subprocess.Popen(
+        [*TASKS, *args], stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env}
+    )
+    os.close(follower)
+    # the command says it waits before it reads: the words arrive on stderr first
+    ready, _, _ = select.select([process.stderr], [], [], 60)
+    assert ready, "nothing on stderr: the command waits silently"
+    os.write(leader, typed + b"\n\x04")
+    out, err = process.communicate(timeout=60)
+    os.close(leader)
+    return process.returncode, out, err
+
+
+def test_reading_the_description_from_a_terminal_says_so(board_dir):
+    env = {"TASKS_DIR": str(board_dir)}
+    code, _, err = _at_a_terminal(["create", "Write parser", "-d", "-"], b"line one", env)
+    assert code == 0, err
+    assert b"reading the description from stdin (end with Ctrl-D)" in err
+    record = json.loads((board_dir / "task_1.json").read_text())
+    assert record["description"].strip() == "line one"
+    piped = tasks_process("create", "Second", "-d", "-", input=b"from a pipe", env=env)
+    assert piped.returncode == 0 and b"reading" not in piped.stderr  # a script is not told
+    code, _, err = _at_a_terminal(["create", "Third", "-d", "-", "--json"], b"x", env)
+    assert code == 0 and json.loads(err.splitlines()[0]) == {"reading": "stdin"}  # JSON Lines stay JSON
+
+
+def _complete(words: str, env: dict) -> list[str]:
+    done = subprocess.run(
+        TASKS,
+        env={
+            **os.environ,
+            **env,
+            "_TASKS_COMPLETE": "bash_complete",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+        },
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return [line for line in done.stdout.decode().splitlines() if line]
+
+
+def test_shell_completion_offers_the_boards_task_ids(run, board_dir):
+    for subject in ("Write parser", "Write tests", "Docs", "Gone"):
+        run("create", subject)
+    for number in range(5, 13):
+        run("create", f"Task {number}")
+    run("delete", "4")
+    env = {"TASKS_DIR": str(board_dir)}
+    assert _complete("tasks get ", env) == [f"plain,{i}" for i in (1, 2, 3, *range(5, 13))]
+    assert _complete("tasks claim 1", env) == ["plain,1", "plain,10", "plain,11", "plain,12"]
+    assert _complete(f"tasks --dir {board_dir} update #1", {}) == ["plain,1", "plain,10", "plain,11", "plain,12"]
+    assert _complete("tasks get ", {"TASKS_DIR": str(board_dir / "missing")}) == []  # no board: nothing, quietly
+    script = subprocess.run(TASKS, env={**os.environ, "_TASKS_COMPLETE": "bash_source"}, capture_output=True)
+    assert b"_tasks_completion" in script.stdout
