@@ -8,6 +8,7 @@ import re
 import shutil
 from unittest import mock
 
+import pytest
 from click.testing import CliRunner
 from conftest import _Entry
 from hypothesis import HealthCheck, given, settings
@@ -44,10 +45,16 @@ def command_lines(draw, board: str) -> list[str]:
 
 def answer(args: list[str], board, template) -> tuple[int, str, str]:
     """The command's exit code, stdout and stderr on a fresh copy of the template board
-    (uids and times, which differ between two creations, masked)."""
+    (uids and times, which differ between two creations, masked), run in a fresh empty
+    folder: a generated `--dir 1` makes a board `./1` that the next run must not find."""
     shutil.rmtree(board, ignore_errors=True)
     shutil.copytree(template, board)
-    result = CliRunner().invoke(_Entry(), args, env={"TASKS_DIR": str(board)}, catch_exceptions=False)
+    here = board.parent / "cwd"
+    shutil.rmtree(here, ignore_errors=True)
+    here.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(here)
+        result = CliRunner().invoke(_Entry(), args, env={"TASKS_DIR": str(board)}, catch_exceptions=False)
     return result.exit_code, VOLATILE.sub("…", result.stdout), VOLATILE.sub("…", result.stderr)
 
 
