@@ -76,6 +76,18 @@ def create(
     return show_record(inv, inv.board.create(subject, description, blocked_by, blocks, owner, metadata, **fields))
 
 
+def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
+    """What the runtime state adds to these tasks for a person (leases, failed attempts,
+    claims in other worktrees); nothing when it cannot be read: it never fails a view."""
+    from .claims import facts
+    from .errors import TaskError
+
+    try:
+        return facts(inv.board.store, records)
+    except (TaskError, OSError):
+        return {}
+
+
 def get(inv: Invocation, task_id: int) -> int:
     """The record, or for a person the task with its neighbours."""
     if inv.json:
@@ -88,7 +100,8 @@ def get(inv: Invocation, task_id: int) -> int:
         assert outcome.record is not None
         # the task's last events: one more than shown, to know whether there are more
         history = inv.board.log(task_id, render.EVENTS_SHOWN + 1)
-        facts = {task_id: {"events": history.journaled}}
+        facts = runtime_facts(inv, [outcome.record])
+        facts.setdefault(task_id, {})["events"] = history.journaled
         render.show_task(outcome.record, outcome.neighbours, plain=inv.plain(), facts=facts)
         inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command
@@ -269,7 +282,7 @@ def list_tasks(
     else:
         from . import render
 
-        render.show_list(chosen, listing, plain=inv.plain())
+        render.show_list(chosen, listing, plain=inv.plain(), facts=runtime_facts(inv, listing.records))
     damage(inv, listing)
     return 0
 
@@ -305,10 +318,20 @@ def board(
     from . import render
 
     if watch:
-        render.watch_board(inv.board, plain=inv.plain(), select=select, every=every)
+        from .claims import state_of
+
+        render.watch_board(
+            inv.board,
+            plain=inv.plain(),
+            select=select,
+            every=every,
+            facts=lambda listing: runtime_facts(inv, listing.records),
+            signature=state_of(inv.board.store).signature,
+        )
         return 0
     listing = inv.board.listing()
-    render.show_board(listing, plain=inv.plain(), svg=svg, records=select(listing), every=every)
+    facts = runtime_facts(inv, listing.records)
+    render.show_board(listing, plain=inv.plain(), svg=svg, records=select(listing), every=every, facts=facts)
     damage(inv, listing)
     return 0
 
@@ -340,7 +363,10 @@ def graph(
     else:
         from . import render
 
-        text = render.show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=inv.plain(), svg=svg)
+        facts = runtime_facts(inv, records)
+        text = render.show_graph(
+            records, edges, listing, fmt=fmt, focus=task_id, plain=inv.plain(), svg=svg, facts=facts
+        )
     if fmt == "mermaid" and text is not None:
         too_big = views.mermaid_warning(text, len(edges))
         if too_big:

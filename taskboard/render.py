@@ -509,7 +509,7 @@ class TaskTable:
             return Text(TROUBLE_MARK + ("" if short else f" {notes.troubles[0]}"), style=TROUBLE)
         cell = _mark(record, key, self.plain)
         if not short:
-            cell.append(f" {STATE_LABELS[key]}", style=STATE_STYLES[key])
+            cell.append(f" {'elsewhere' if notes.elsewhere else STATE_LABELS[key]}", style=STATE_STYLES[key])
         return cell
 
     def columns(self) -> tuple[dict[str, _Column], list[Text]]:
@@ -690,6 +690,8 @@ def _card(record: Record, key: str, lookup, unlock: int, plain: bool, notes: Not
         card.append("\n@" + record["owner"], style=OWNER_STYLE)
     if notes.lease_short and not notes.stale:
         card.append("\n" + notes.lease_short, style="dim")
+    if notes.elsewhere:
+        card.append("\n" + notes.elsewhere, style="cyan")
     blockers = open_blockers(record, lookup) if key != "completed" else []
     if blockers:
         card.append("\nwaits on " + _ids(blockers), style="dim")
@@ -1005,9 +1007,11 @@ class Watcher:
     only thing that touches the disk; the view is drawn again from here every second
     (for the clock) without reading anything."""
 
-    def __init__(self, board, clock: Callable[[], float] = time.time):
+    def __init__(self, board, clock: Callable[[], float] = time.time, facts_of=None):
         self.board = board
         self.clock = clock
+        self.facts_of: Callable[[Any], Facts] | None = facts_of  # the runtime facts of a listing
+        self.facts: Facts = NO_FACTS
         self.listing = None
         self.error: str | None = None
         self.changed_at: dict[int, float] = {}
@@ -1023,6 +1027,7 @@ class Watcher:
             self.error = exc.message
             return
         self.error = None
+        self.facts = self.facts_of(listing) if self.facts_of else NO_FACTS
         now = self.clock()
         if self.listing is not None:
             before = {record["id"]: record for record in self.listing.records}
@@ -1084,7 +1089,7 @@ class WatchView:
         listing = watcher.listing
         records = self.select(listing) if self.select and listing is not None else None
         if listing is not None:
-            context = _Context(listing, None, now)
+            context = _Context(listing, watcher.facts, now)
             top.append(Phrases(_board_summary(listing, records, context)))
         top.append(Text(f"{watcher.board.store.root}{dot}{clock}{dot}Ctrl-C to stop", style="dim"))
         if watcher.news and watcher.last_change is not None:
@@ -1119,38 +1124,49 @@ def watch_board(
     clock: Callable[[], float] = time.time,
     select: Callable[[Any], list[Record] | None] | None = None,
     every: bool = False,
+    facts: Callable[[Any], Facts] | None = None,
+    signature: Callable[[], Any] | None = None,
 ) -> None:
-    """Redraw the board whenever a file under it changes, until Ctrl-C. Polls the
-    folder's file stats every `interval` seconds (cheap: no file is read unless one
-    changed). On a terminal the view is redrawn in place (rich Live), fits its height,
-    and its clock ticks every second; plain mode prints each new view after the last
-    one, which suits a log."""
+    """Redraw the board whenever a file under it changes, until Ctrl-C. Polls the board's
+    signature (and `signature`: the runtime state's) every `interval` seconds (cheap: no
+    file is read unless one changed); `facts` gives the runtime facts of a fresh listing.
+    On a terminal the view is redrawn in place (rich Live), fits its height, and its clock
+    ticks every second; plain mode prints each new view after the last one, which suits a
+    log."""
     from rich.live import Live
 
     out = out or console(plain)
     store = board.store
-    watcher = Watcher(board, clock)
+    watcher = Watcher(board, clock, facts)
+
+    def changes() -> Any:
+        return (store.signature(), signature() if signature else None)
+
     seen = None
     try:
         if plain or not out.is_terminal:
-            for count, _ in enumerate(store.changes(interval, sleep)):
-                if count:
-                    out.print(Text("-" * min(out.width, 40)))
-                watcher.read()
-                view = WatchView(watcher, plain, fit=out.is_terminal, select=select, every=every)
-                if plain:
-                    out.print(Text(plain_text(view, out.width, out.height).rstrip("\n")), soft_wrap=True)
-                else:
-                    out.print(view)
+            while True:
+                now_seen = changes()
+                if now_seen != seen:
+                    if seen is not None:
+                        out.print(Text("-" * min(out.width, 40)))
+                    seen = now_seen
+                    watcher.read()
+                    view = WatchView(watcher, plain, fit=out.is_terminal, select=select, every=every)
+                    if plain:
+                        out.print(Text(plain_text(view, out.width, out.height).rstrip("\n")), soft_wrap=True)
+                    else:
+                        out.print(view)
+                sleep(interval)
         with Live(
             console=out, auto_refresh=False, redirect_stdout=False, redirect_stderr=False, vertical_overflow="ellipsis"
         ) as live:
             shown_second = None
             while True:
-                signature = store.signature()  # polled here: the clock ticks between changes
+                now_seen = changes()  # polled here: the clock ticks between changes
                 now = clock()
-                if signature != seen:
-                    seen = signature
+                if now_seen != seen:
+                    seen = now_seen
                     watcher.read()
                     shown_second = None
                 if int(now) != shown_second:  # the clock moves on even when the board does not
@@ -1249,11 +1265,15 @@ def _agent_rows(fields: Table, record: Record, notes: Notes, now: float) -> None
     metadata = record.get("metadata") or {}
     if notes.lease:
         fields.add_row("lease", Text(notes.lease, style=TROUBLE if notes.stale else ""))
+    if notes.elsewhere:
+        fields.add_row("elsewhere", Text(notes.elsewhere, style="cyan"))
     if notes.attempts:
         attempts = Text(f"failed {times(notes.attempts)}", style=TROUBLE if notes.stuck else "")
         if notes.stuck:
             attempts.append(f": stuck (`tasks update {record['id']} --status pending --retry` puts it back)")
         fields.add_row("attempts", attempts)
+        if notes.last_failure:
+            fields.add_row("last failure", Text(notes.last_failure))
     if "accept" in metadata:
         fields.add_row("accept", Text(_value(metadata["accept"])))
     if "gate" in metadata or notes.gate is not None:

@@ -215,6 +215,21 @@ class State:
         except OSError:
             return set()
 
+    def signature(self) -> tuple:
+        """What changes when any entry changes (names, sizes, times; one scandir, no file
+        opened): a watcher of the board polls it beside the board's own signature."""
+        try:
+            with os.scandir(self.folder) as entries:
+                found = []
+                for entry in entries:
+                    if entry.name.endswith(_SUFFIX) and not entry.name.startswith("."):
+                        with suppress(OSError):
+                            stat_ = entry.stat(follow_symlinks=False)
+                            found.append((entry.name, stat_.st_size, stat_.st_mtime_ns, stat_.st_ino))
+        except OSError:
+            return ()
+        return tuple(sorted(found))
+
     def read(self, uid: str) -> Entry:
         """The entry of task `uid`; an empty one when there is none or it is damaged."""
         if not is_uid(uid):

@@ -181,10 +181,13 @@ class Notes:
     gate run, and the trouble words (`stuck`, `lease expired`, ...) that turn it red.
 
     Facts are what the record does not hold, passed in by the command layer, any of:
-        lease:    {"holder": NAME, "expires": epoch seconds or ISO time}
-        attempts: failed attempts so far;  stuck: bool (else: attempts >= STUCK_AFTER)
-        gate:     {"ok": bool, "exit": int | None, "at": ISO time, "tail": str, "forced": bool}
-        events:   the task's journal events, oldest first (only `get` shows them)
+        lease:        {"holder": NAME, "expires": epoch seconds or ISO time, ...}
+        attempts:     failed attempts so far;  stuck: bool (else: attempts >= STUCK_AFTER)
+        last_failure: the note of the last failed attempt
+        elsewhere:    {"kind": "claimed" or "completed", "owner": NAME, "board": PATH}: another
+                      worktree of the clone holds or finished it (taskboard.claims.facts)
+        gate:         {"ok": bool, "exit": int | None, "at": ISO time, "tail": str, "forced": bool}
+        events:       the task's journal events, oldest first (only `get` shows them)
     """
 
     def __init__(self, record: Record, fact: Mapping[str, Any] | None, now: float, cyclic: bool = False):
@@ -205,6 +208,13 @@ class Notes:
             self.lease = f"held by {holder}, {self.lease_short}"
         attempts = fact.get("attempts")
         self.attempts = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 0
+        self.last_failure = str(fact.get("last_failure") or "")
+        self.elsewhere: str | None = None  # "claimed by bob in another worktree (/src/app-2/.tasks)"
+        other = fact.get("elsewhere")
+        if isinstance(other, Mapping) and record["status"] in ("pending", "in_progress"):
+            who = f" by {other.get('owner')}" if other.get("owner") else ""
+            verb = "completed" if other.get("kind") == "completed" else "claimed"
+            self.elsewhere = f"{verb}{who} in another worktree ({other.get('board', '?')})"
         open_task = record["status"] in ("pending", "in_progress")
         self.stuck = open_task and bool(fact.get("stuck", self.attempts >= STUCK_AFTER))
         gate = fact.get("gate")

@@ -7,6 +7,7 @@ at 80 columns (UPDATE_GOLDEN=1 rewrites them after a deliberate change)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -528,3 +529,50 @@ def test_get_shows_the_tasks_last_events_from_the_journal(tmp_path):
     assert "half done" in events and events.count("edited") == 3 and "description" in events
     assert "events" in run("get", "2").stdout and "last events" not in run("get", "2").stdout
     assert "events" not in run("get", "1", "--json").stdout  # the record, and only it
+
+
+def test_views_show_leases_and_stuck_tasks_from_the_runtime_state(tmp_path):
+    """Real runtime state: a claim with a lease whose renewal is moved 20 minutes back
+    (as if its agent died), and a task that failed three times."""
+    root = tmp_path / ".tasks"
+    run = Run(root)
+    for subject in ("Port the parser", "Flaky deploy", "Docs"):
+        run("create", subject)
+    run("claim", "1", "--as", "agent-c", "--lease", "15m")
+    for attempt in (1, 2, 3):
+        run("claim", "2", "--as", f"bot-{attempt}")
+        run("release", "2", "--failed", "--note", f"CI hangs ({attempt})", "--as", f"bot-{attempt}")
+    entry = next(path for path in (root / ".state").iterdir() if '"task": 1' in path.read_text())
+    state = json.loads(entry.read_text())
+    state["claim"]["renewed"] -= 20 * 60  # the lease ran out five minutes ago
+    entry.write_text(json.dumps(state))
+    shown = unframed(run("get", "1").stdout)
+    assert "! lease expired 5 min ago" in shown and "lease held by agent-c, lease expired 5 min ago" in shown
+    shown = unframed(run("get", "2").stdout)
+    assert "! stuck: failed 3 times" in shown and "last failure CI hangs (3)" in shown
+    listed = run("list")
+    assert listed.stderr.strip() == "3 tasks · 2 ready · 1 in progress · 0 blocked · 0 done · 1 lease expired · 1 stuck"
+    board = run("board", env={"COLUMNS": "60"}).stdout  # stacked: each card's lines whole
+    assert "! lease expired 5 min ago" in board and "! stuck: failed 3 times" in board
+    assert "[>] #1 ! Port the parser" in run("graph").stdout
+
+
+def test_watch_reads_again_when_only_the_runtime_state_changed(tmp_path):
+    """A renewal changes no task file: the watcher also polls the runtime state's signature."""
+    board = write_board(tmp_path / ".tasks", plan_records("plan"))
+    out = Console(file=io.StringIO(), width=100, force_terminal=False, color_system=None)
+    version, naps, reads = [0], [], []
+
+    def nap(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 2:
+            version[0] += 1  # as if a lease was renewed
+        if len(naps) == 4:
+            raise KeyboardInterrupt
+
+    def facts(listing) -> dict:
+        reads.append(len(naps))
+        return {}
+
+    render.watch_board(board, plain=True, out=out, sleep=nap, facts=facts, signature=lambda: version[0])
+    assert reads == [0, 2]  # at the start, and after the state changed; not on the quiet naps
