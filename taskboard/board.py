@@ -617,7 +617,7 @@ class Board:
         fix = fix and self.store.root.is_dir()  # nothing to repair on a board that does not exist
         lock = self.store.writing() if fix else self.store.reading()
         with lock as notes:
-            problems = run_check(self.store, Change(self.store) if fix else None)
+            problems = run_check(self.store, self.change() if fix else None)
             from .claims import state_problems
 
             problems += state_problems(self.store, fix)

@@ -9,7 +9,7 @@ import re
 
 from . import graph
 from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of, unparsable
-from .outcome import Data
+from .outcome import Data, Event
 from .store import Store, read_bytes
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -82,7 +82,7 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     if change is not None and fixes:
         for copy in fixes.values():
             change.rewrite(copy)  # even unchanged content: a re-layout or added keys do not change encode()
-        change.commit()
+        change.commit(_repairs(fixes, problems))
     for problem in problems:
         problem.fixed = problem.fixable and change is not None
     return problems
@@ -248,3 +248,13 @@ def _parked(records: dict[int, dict]) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _repairs(fixes: dict[int, dict], problems: list[Problem]) -> list[Event]:
+    """The journal's account of a `check --fix`: one `repaired` event per task rewritten,
+    with the rules its problems broke."""
+    events = []
+    for task_id in sorted(fixes):
+        rules = sorted({p.rule for p in problems if p.fixable and p.task == task_id})
+        events.append(Event(task_id, "repaired", **({"rules": rules} if rules else {})))
+    return events

@@ -141,14 +141,16 @@ def encode(entry_list: Iterable[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entry_list).encode("utf-8")
 
 
-def append(root: Path, name: str, data: bytes, replay: bool = False) -> None:
+def append(root: Path, name: str, data: bytes, replay: bool = False, sync: bool = True) -> None:
     """Append lines to a shard, durably, under the board lock. Never follows a link: the
     journal folder and the shard are opened with O_NOFOLLOW, so a link committed in their
     place cannot make us write outside the board.
 
     `replay` (recovery of an interrupted change): append only the lines whose eid is not
     yet at the file's tail, and first cut off a torn last line (the start of one of these
-    very lines, written by the killed process)."""
+    very lines, written by the killed process). `sync=False` leaves the fsync of the
+    shard and of a new shard's name to the caller (the store syncs a change's files
+    together)."""
     folder, _, base = name.partition("/")
     try:
         dir_fd = os.open(os.path.join(root, folder), _DIR_FLAGS)
@@ -160,7 +162,12 @@ def append(root: Path, name: str, data: bytes, replay: bool = False) -> None:
             data = _missing(dir_fd, base, data)
             if not data:
                 return
-        fd = os.open(base, _APPEND_FLAGS, 0o666, dir_fd=dir_fd)
+        try:
+            fd = os.open(base, _APPEND_FLAGS & ~os.O_CREAT, dir_fd=dir_fd)
+            created = False
+        except FileNotFoundError:
+            fd = os.open(base, _APPEND_FLAGS, 0o666, dir_fd=dir_fd)
+            created = True
         try:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":  # a hand edit lost the last newline
@@ -168,10 +175,12 @@ def append(root: Path, name: str, data: bytes, replay: bool = False) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        os.fsync(dir_fd)  # a new shard's name is durable too
+        if created and sync:
+            os.fsync(dir_fd)  # a new shard's name is durable too
     finally:
         os.close(dir_fd)
 

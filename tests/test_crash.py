@@ -272,3 +272,73 @@ def test_a_scratch_link_is_removed_without_touching_its_target(board_dir, run, t
     assert not (board_dir / ".scratch").is_symlink()
     assert_sound(board_dir)
     assert load_board(board_dir)[1]["subject"] == "task 1"
+
+
+# -- the journal: events land with their change, exactly once --------------------------
+
+
+@pytest.mark.parametrize("point", [1, 2])
+def test_kill_during_a_note_journals_it_once(forks, board_dir, run, point):
+    """A note changes no task file: its intent carries only the journal line. Killed
+    after the intent (1) or after the append (2), the next command appends it once."""
+    run("create", "one")
+    task = (board_dir / "task_1.json").read_bytes()
+    ended = forks.ask(args=["--dir", str(board_dir), "--as", "alice", "note", "1", "hello"], crash_after=point)
+    assert ended == {"signal": signal.SIGKILL}
+    assert os.listdir(board_dir / ".scratch") == ["intent.json"]
+    result = run("list")
+    assert "completed an interrupted change" in result.stderr
+    notes = [e for e in load_journal(board_dir) if e["event"] == "note"]
+    assert [(e["actor"], e["text"]) for e in notes] == [("alice", "hello")]
+    assert (board_dir / "task_1.json").read_bytes() == task
+    assert scratch_left(board_dir) == []
+
+
+def _intent_with_lines(board, lines: list[dict]) -> bytes:
+    """Plant the intent of a change that completes #1 and journals `lines` for alice."""
+    write_board(board, [record(1)])
+    data = "".join(json.dumps(line) + "\n" for line in lines)
+    files = {"task_1.json": json.dumps(record(1, status="completed"), indent=2) + "\n"}
+    intent = {"intent": 1, "files": files, "appends": {"journal/alice.jsonl": data, "../escape.jsonl": data}}
+    (board / ".scratch").mkdir()
+    (board / ".scratch" / "intent.json").write_text(json.dumps(intent))
+    return data.encode()
+
+
+def _line(n: int) -> dict:
+    return {
+        "at": "2026-01-01T00:00:00.000Z",
+        "actor": "alice",
+        "task": 1,
+        "event": "note",
+        "text": f"n{n}",
+        "eid": f"{n:016x}",
+    }
+
+
+def test_recovery_appends_only_the_lines_not_yet_written(board_dir, run, tmp_path):
+    data = _intent_with_lines(board_dir, [_line(1), _line(2)])
+    (board_dir / "journal").mkdir()
+    earlier = json.dumps(_line(0)) + "\n"
+    (board_dir / "journal" / "alice.jsonl").write_bytes(earlier.encode() + data.split(b"\n")[0] + b"\n")
+    run("list")
+    assert [e["text"] for e in load_journal(board_dir)] == ["n0", "n1", "n2"]
+    assert not (tmp_path / "escape.jsonl").exists() and not (board_dir / "escape.jsonl").exists()
+    assert load_board(board_dir)[1]["status"] == "completed"
+
+
+def test_recovery_cuts_a_torn_line_and_writes_it_whole(board_dir, run):
+    data = _intent_with_lines(board_dir, [_line(1), _line(2)])
+    (board_dir / "journal").mkdir()
+    (board_dir / "journal" / "alice.jsonl").write_bytes(json.dumps(_line(0)).encode() + b"\n" + data[:30])
+    run("list")
+    assert [e["text"] for e in load_journal(board_dir)] == ["n0", "n1", "n2"]  # no torn line, nothing twice
+
+
+def test_recovery_of_lines_all_written_adds_nothing(board_dir, run):
+    data = _intent_with_lines(board_dir, [_line(1), _line(2)])
+    (board_dir / "journal").mkdir()
+    (board_dir / "journal" / "alice.jsonl").write_bytes(data)
+    run("list")
+    run("list")
+    assert [e["text"] for e in load_journal(board_dir)] == ["n1", "n2"]

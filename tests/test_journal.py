@@ -313,3 +313,16 @@ def test_two_branches_of_one_actor_merge_with_nothing_lost(repo):
     assert json.loads(done.stdout)["ok"] is True, done.stdout
     logged = json.loads(tasks_process("log", "1", "--json", cwd=repo).stdout)
     assert [e["event"] for e in logged].count("note") == 5
+
+
+def test_check_fix_journals_its_repairs(run, board_dir):
+    run("create", "one")
+    run("create", "two", "--blocked-by", "1")
+    dependent = json.loads((board_dir / "task_2.json").read_text())
+    dependent["blockedBy"] = []  # a hand edit: #1 blocks #2 on one side only
+    (board_dir / "task_2.json").write_text(json.dumps(dependent, indent=2) + "\n")
+    run("check", expect=6)
+    assert [e["event"] for e in load_journal(board_dir)].count("repaired") == 0  # a plain check changes nothing
+    run("--as", "fixer", "check", "--fix")
+    repaired = [e for e in load_journal(board_dir) if e["event"] == "repaired"]
+    assert [(e["actor"], e["task"], e["rules"]) for e in repaired] == [("fixer", 2, ["one-sided-edge"])]
