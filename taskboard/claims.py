@@ -50,6 +50,12 @@ class Runtime:
         self._names: set[str] | None = None
         self._entries: dict[str, Entry] = {}
 
+    def has(self, record: Record) -> bool:
+        """Whether the task has runtime state at all (one listing of the folder, once)."""
+        if self._names is None:
+            self._names = self.state.names()
+        return record.get("uid") in self._names
+
     def entry(self, record: Record) -> Entry:
         uid = record.get("uid")
         if not isinstance(uid, str) or not is_uid(uid):
@@ -282,8 +288,11 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
 
 def _offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
     """Whether `claim` without an id may hand this task to owner: pending and claimable,
-    or in progress under a lease that ran out (not the owner's own)."""
+    or in progress under a lease that ran out (not the owner's own). Most tasks have no
+    runtime state: for them the record alone decides, as it did before leases."""
     status = record["status"]
+    if not runtime.has(record):
+        return status == "pending" and record["owner"] in ("", owner) and graph.is_ready(record, change.lookup)
     if status == "in_progress":
         if record["owner"] == owner or not runtime.stale(record, runtime.entry(record)):
             return False
