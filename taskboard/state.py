@@ -393,7 +393,7 @@ def parse_duration(text: str) -> float:
         raise ValueError("not longer than zero")
     if total > MAX_LEASE:
         raise ValueError("longer than 30 days")
-    return total
+    return int(total) if total == int(total) else total
 
 
 def _decimal(text: str) -> float:

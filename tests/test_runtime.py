@@ -201,6 +201,8 @@ def test_stale_lease_in_plain_words(run, three):
     assert set(fact) == {1}
     assert fact[1]["lease"]["holder"] == "agent-c" and fact[1]["lease"]["expired"] is True
     assert "held by agent-c, lease expired 4 min ago" in claims.describe(fact[1])
+    assert "held by agent-c, lease expired 4 min ago" in run("get", "1").stdout
+    assert "lease expired" in run("board").stdout  # a card, wrapped at its width
     run("--as", "agent-c", "renew", "1", "--lease", "15m")
     fresh = claims.facts(Store(three), [run.record(1)])[1]
     assert fresh["lease"]["expired"] is False
@@ -231,6 +233,7 @@ def test_three_failures_make_a_task_stuck_until_retried(run, three):
     assert run.json("--as", "dan", "claim")["id"] == 3  # not offered without an id either
     assert [r["id"] for r in run.json("ready")] == []  # nor listed as ready
     assert "stuck: failed 3 times" in claims.describe(claims.facts(Store(three), [run.record(1)])[1])[0]
+    assert "stuck" in run("get", "1").stdout
     run("update", "1", "--status", "pending", "--retry")
     assert "failures" not in entry_of(three, 1)
     assert [r["id"] for r in run.json("ready")] == [1]
