@@ -84,11 +84,15 @@ def setup(inv: Invocation, harness: str) -> int:
     """Write the project's configuration for a harness; report what changed."""
     root = project_root()
     if harness == "claude":
-        changed = [name for name in (_claude_mcp(root), _claude_hook(root)) if name]
+        planned = [_claude_mcp(root), _claude_hook(root)]
     elif harness == "codex":
-        changed = [name for name in (_codex(root),) if name]
+        planned = [_codex(root)]
     else:  # click's choice keeps this out; a library caller may not
         raise UsageError(f"unknown harness {harness!r}; use claude or codex")
+    changes = [change for change in planned if change]  # every file checked before any is written
+    for name, text in changes:
+        _write(root / name, text)
+    changed = [name for name, _text in changes]
     if inv.json:
         inv.data({"root": str(root), "changed": changed})
     elif changed:
@@ -107,7 +111,7 @@ def project_root(cwd: Path | None = None) -> Path:
     return here
 
 
-def _claude_mcp(root: Path) -> str | None:
+def _claude_mcp(root: Path) -> tuple[str, str] | None:
     """`.mcp.json` gains the server `tasks`; a server of that name already there is kept."""
     path = root / ".mcp.json"
     config = _read_json(path)
@@ -115,11 +119,10 @@ def _claude_mcp(root: Path) -> str | None:
     if SERVER_NAME in servers:
         return None
     servers[SERVER_NAME] = {"type": "stdio", **SERVER}
-    _write(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    return ".mcp.json"
+    return ".mcp.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n"
 
 
-def _claude_hook(root: Path) -> str | None:
+def _claude_hook(root: Path) -> tuple[str, str] | None:
     """`.claude/settings.json` gains a SessionStart hook running `tasks prime`, unless one runs it already."""
     path = root / ".claude" / "settings.json"
     config = _read_json(path)
@@ -132,8 +135,7 @@ def _claude_hook(root: Path) -> str | None:
         if isinstance(entries, list) and any(isinstance(e, dict) and e.get("command") == PRIME for e in entries):
             return None
     starts.append({"hooks": [{"type": "command", "command": PRIME}]})
-    _write(path, json.dumps(config, indent=2, ensure_ascii=False) + "\n")
-    return ".claude/settings.json"
+    return ".claude/settings.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -177,7 +179,7 @@ _TASKS_KEY = re.compile(r"""^[ \t]*(?:tasks|"tasks"|'tasks')[ \t]*[.=]""", re.MU
 CODEX_TABLE = f'[mcp_servers.{SERVER_NAME}]\ncommand = "tasks"\nargs = ["mcp"]\n'
 
 
-def _codex(root: Path) -> str | None:
+def _codex(root: Path) -> tuple[str, str] | None:
     path = root / ".codex" / "config.toml"
     try:
         text = path.read_text(encoding="utf-8")
@@ -193,8 +195,7 @@ def _codex(root: Path) -> str | None:
         )
     new = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text.strip() else "") + CODEX_TABLE
     _check_toml(path, text, new)
-    _write(path, new)
-    return ".codex/config.toml"
+    return ".codex/config.toml", new
 
 
 def _codex_has_server(text: str) -> bool:
