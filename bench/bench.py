@@ -315,6 +315,100 @@ def clone_board(root: Path) -> Path:
 # -- the run -----------------------------------------------------------------------------
 
 
+# -- the MCP server (issue 13) ----------------------------------------------------------------
+
+
+class StdioSession:
+    """A bare JSON-RPC client of `tasks mcp` over its stdin/stdout: one line out, one
+    line back, so a round trip is the server's cost plus two pipe hops, not a client's."""
+
+    def __init__(self, board: Path):
+        import subprocess
+
+        self.process = subprocess.Popen(
+            [TASKS, "mcp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=environment(board),
+        )
+        self.next_id = 0
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.process.stdout is not None
+        reply = json.loads(self.process.stdout.readline())
+        if "error" in reply:
+            raise SystemExit(f"tasks mcp: {method} failed: {reply['error']}")
+        return reply["result"]
+
+    def call(self, name: str, arguments: dict) -> float:
+        start = time.perf_counter()
+        result = self.request("tools/call", {"name": name, "arguments": arguments})
+        elapsed = time.perf_counter() - start
+        if result.get("isError"):
+            raise SystemExit(f"tasks mcp: {name} {arguments} failed: {result['content'][0]['text']}")
+        return elapsed
+
+    def rss(self) -> int:
+        """The server's resident memory now, in bytes (Linux)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return 0
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def mcp_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
+    """`tasks mcp` on the 10k board: warm round trips of task_get and task_create over
+    stdio (medians), and the server's memory once started and after the calls."""
+    try:
+        session = StdioSession(board)
+    except (OSError, ValueError, SystemExit) as exc:
+        print(f"\n(tasks mcp did not start: {exc}; install taskboard[mcp] for these figures)")
+        return []
+    try:
+        started = time.perf_counter()
+        session.request("tools/list", {})
+        idle = session.rss()
+        for _ in range(5):  # warm: first calls import the core's modules
+            session.call("task_get", {"taskId": 5000})
+        gets = [session.call("task_get", {"taskId": 1 + (n * 7919) % 9000}) for n in range(max(runs, 15) * 20)]
+        creates = [session.call("task_create", {"subject": f"bench {n}"}) for n in range(max(runs, 15) * 4)]
+        busy = session.rss()
+        print(f"\n`tasks mcp` over stdio on the 10k board ({time.perf_counter() - started:.1f} s):")
+        get, create = statistics.median(gets), statistics.median(creates)
+        deciles = statistics.quantiles(gets, n=10)
+        print(f"  task_get round trip    {get * 1000:6.2f} ms median, {deciles[-1] * 1000:.2f} ms p90 (n={len(gets)})")
+        print(f"  task_create round trip {create * 1000:6.2f} ms median (n={len(creates)})")
+        print(f"  server memory: {idle / 1e6:.0f} MB idle after start, {busy / 1e6:.0f} MB after the calls")
+    finally:
+        session.close()
+    return [
+        ("mcp task_get round trip, 10k", f"{get * 1000:.2f} ms", "≤ 3 ms", get <= 0.003),
+        ("mcp task_create round trip, 10k", f"{create * 1000:.2f} ms", "≤ 15 ms", create <= 0.015),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="runs per fast figure (slow ones use fewer)")
@@ -412,6 +506,7 @@ def main() -> int:
         r.update(claim_figures(bench, big, clone_board(root)))
         waits = waiting_figures(root)
 
+        mcp_checks = mcp_server(big, runs)
         tw = taskwarrior(root, 6)
         bare = statistics.median(bench.baselines)
         peak_mb = r["list"]["peak"] / 1e6
@@ -450,6 +545,7 @@ def main() -> int:
                 "≤ 1 s",
                 waits["takeover_after_expiry"] <= 1.0,
             ),
+            *mcp_checks,
         ]
         print(f"\nbare interpreter (`python -c pass`, median of {len(bench.baselines)}): {bare * 1000:.1f} ms\n")
         print("| operation | median | × bare |")

@@ -15,7 +15,12 @@ wire: nothing else is ever printed there.
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import stat
+import sys
+from contextlib import contextmanager
 
 from . import __version__, tools
 from .errors import TaskError, UsageError
@@ -23,6 +28,7 @@ from .messages import internal_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
     from typing import Any
 
 INSTALL = "pip install 'taskboard[mcp]'"
@@ -62,17 +68,32 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
         for tool in tools.TOOLS
     ]
 
+    read_only = {tool.name for tool in tools.TOOLS if tool.read_only}
+
     class TaskServer(MCPServer):
-        """MCPServer serving the tool table as it is: its own schemas, its own checks."""
+        """MCPServer serving the tool table as it is: its own schemas, its own checks,
+        over a stdio transport that needs no thread per line."""
 
         async def list_tools(self) -> list[Any]:
             return listed
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-            texts, failed = await anyio.to_thread.run_sync(answer, name, arguments, board_dir, caller, timeout)
+            if name in read_only:  # a read takes well under a millisecond: a thread hand-off would cost more
+                texts, failed = answer(name, arguments, board_dir, caller, timeout)
+            else:  # a change may wait for the lock and fsyncs: the server stays responsive meanwhile
+                texts, failed = await anyio.to_thread.run_sync(answer, name, arguments, board_dir, caller, timeout)
             return mcp_types.CallToolResult(
                 content=[mcp_types.TextContent(type="text", text=text) for text in texts], is_error=failed
             )
+
+        async def run_stdio_async(self) -> None:
+            from mcp.server.stdio import stdio_server
+
+            with _claimed_stdio() as (wire_in, wire_out):
+                lines_in, lines_out = _LineReader(wire_in), _LineWriter(wire_out)  # what the loop uses of AsyncFile
+                async with stdio_server(lines_in, lines_out) as (read, write):  # type: ignore[arg-type]
+                    lowlevel = self._lowlevel_server
+                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     return TaskServer(
         "tasks", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", warn_on_duplicate_tools=False
@@ -95,6 +116,73 @@ def answer(
     if reply.failure is not None:
         texts.append(_json(tools.tool_error(reply.failure)))
     return texts, False
+
+
+MAX_LINE = 64 << 20  # bytes of one JSON-RPC message on stdin
+
+
+@contextmanager
+def _claimed_stdio() -> Iterator[tuple[int, int]]:
+    """The protocol's private copies of fd 0 and 1, while fd 0 reads nothing and fd 1
+    goes to stderr: nothing printed by mistake can reach the wire (as the SDK's own
+    stdio transport does)."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    saved_in, saved_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+        yield wire_in, wire_out
+    finally:
+        os.dup2(saved_in, 0)
+        os.dup2(saved_out, 1)
+        for fd in (null, saved_in, saved_out, wire_in, wire_out):
+            os.close(fd)
+
+
+class _LineReader:
+    """Lines of stdin for the SDK's stdio loop, read by the event loop itself: the
+    SDK's default reads each line on a worker thread, a hand-off per message."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_LINE)
+        source = os.fdopen(self.fd, "rb", buffering=0, closefd=False)
+        mode = os.fstat(self.fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):  # a file, a terminal, /dev/null: read on a thread
+            import anyio
+
+            async for text in anyio.wrap_file(io.TextIOWrapper(source, encoding="utf-8", errors="replace")):
+                yield text
+            return
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
+        try:
+            while line := await reader.readline():
+                yield line.decode("utf-8", "replace")
+        finally:
+            transport.close()
+
+
+class _LineWriter:
+    """The wire out: one message a line, written at once (a message is small, and a
+    client reads what it asked for)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    async def write(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+    async def flush(self) -> None:
+        pass
 
 
 def _json(document: Any) -> str:
