@@ -409,10 +409,93 @@ def mcp_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
     ]
 
 
+# -- merging branches (issue 11) ---------------------------------------------------------------
+
+
+def bench_merge(root: Path) -> list[tuple[str, float, str]]:
+    """Two branches that each changed 1 000 tasks of a 10 000-task board, merged by real
+    git through the wiring `tasks init` sets up: the driver runs once for every task file
+    both branches changed, then the post-merge hook finishes the board from the commits.
+    Both branches also create 20 tasks at the same ids, so the hook renumbers 20 of them.
+    Three cases: different tasks changed on each side (the driver runs only for the shared
+    new ids), the same 1 000 tasks changed (a different field on each side: 1 000 driver
+    runs), and the same tasks merged by rebase. Returns (case, seconds, what was checked)."""
+    import subprocess
+
+    from taskboard.model import encode
+
+    def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+
+    def edit(board: Path, ids, field: str, stamp: str) -> None:
+        for task_id in ids:
+            path = board / f"task_{task_id}.json"
+            record = json.loads(path.read_text())
+            record[field] = f"{field} changed on this branch"
+            record["updatedAt"] = stamp
+            path.write_bytes(encode(record))
+
+    def create(board: Path, first: int, count: int, side: str, stamp: str) -> None:
+        for task_id in range(first, first + count):
+            record = {
+                "id": task_id,
+                "subject": f"new on {side}",
+                "description": "",
+                "status": "pending",
+                "blockedBy": [],
+                "blocks": [],
+                "owner": "",
+                "uid": f"{side[0]}{task_id:011x}",
+                "metadata": {},
+                "createdAt": stamp,
+                "updatedAt": stamp,
+            }
+            (board / f"task_{task_id}.json").write_bytes(encode(record))
+
+    home = root / "merge-home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TASKS_", "GIT_"))}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="b@x")
+    env.update(GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="b@x", GIT_MERGE_AUTOEDIT="no")
+    results = []
+    for case in ("different tasks, merge", "same tasks, merge", "same tasks, rebase"):
+        repo = root / ("merge-" + case.replace(", ", "-").replace(" ", "-"))
+        if repo.exists():
+            shutil.rmtree(repo)
+        board = repo / ".tasks"
+        build_board(board, 10_000, seed=11)
+        git(repo, "init", "-q")
+        subprocess.run([TASKS, "--dir", str(board), "init"], env=env, capture_output=True, check=True)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "base")
+        same = "same" in case
+        for side, ids, field, stamp in (
+            ("a", range(1, 2001, 2), "description", "2027-01-01T00:00:01Z"),
+            ("b", range(1, 2001, 2) if same else range(2, 2001, 2), "subject", "2027-01-01T00:00:02Z"),
+        ):
+            git(repo, "checkout", "-q", "-b", side, "main")
+            edit(board, ids, field, stamp)
+            create(board, 10_001, 20, side, stamp)
+            git(repo, "add", "-A")
+            git(repo, "commit", "-qm", f"work on {side}")
+        git(repo, "checkout", "-q", "a" if "merge" in case else "b")
+        start = time.perf_counter()
+        git(repo, *(["merge", "--no-edit", "b"] if "merge" in case else ["rebase", "a"]))
+        seconds = time.perf_counter() - start
+        check = subprocess.run([TASKS, "--dir", str(board), "check", "--json"], env=env, capture_output=True, text=True)
+        files = len(list(board.glob("task_*.json")))
+        sound = check.returncode == 0 and files == 10_040
+        results.append((case, seconds, f"{files} task files, check {'clean' if sound else 'NOT CLEAN'}"))
+        print(f"  merge 2 × 1 000 changed of 10k, {case:<24} {seconds:6.1f} s  ({results[-1][2]})", flush=True)
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="runs per fast figure (slow ones use fewer)")
     parser.add_argument("--keep", metavar="DIR", help="build the boards in DIR and leave them there")
+    parser.add_argument("--merge-only", action="store_true", help="only the merge of two branches (issue 11)")
     options = parser.parse_args()
     runs = max(3, options.runs)
     slow_runs = max(3, runs // 2)
@@ -427,6 +510,8 @@ def main() -> int:
             f"{platform.platform()}"
         )
         print(f"tasks: {TASKS}")
+        if options.merge_only:
+            return 0 if all("NOT" not in checked for _, _, checked in bench_merge(root)) else 1
         boards = {}
         for size in (1000, 10000):
             start = time.perf_counter()

@@ -48,12 +48,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _git_entry(args: list[str]) -> Callable[[], int] | None:
     """`merge-driver` and `git-hook`: run by git for the wiring `tasks init` sets up
-    (taskboard.gitwire), without click and without looking for a board."""
+    (taskboard.driver, taskboard.gitwire), without click and without looking for a board."""
     if args[:1] not in (["merge-driver"], ["git-hook"]):
         return None
+    if args[0] == "merge-driver":
+        from . import driver
+
+        return lambda: driver.main(args[1:])
     from . import gitwire
 
-    return lambda: gitwire.run_driver(args[1:]) if args[0] == "merge-driver" else gitwire.run_hook(args[1:])
+    return lambda: gitwire.run_hook(args[1:])
 
 
 def _run_click(args: list[str], inv: Invocation) -> int:

@@ -1,23 +1,20 @@
 """The board and git: how a clone is wired so that task files merge by their meaning,
-the merge driver git runs for one file, and the step that finishes the board once git
-is done (a driver may write only its own file, so tasks two branches both created at
-one id, and edges only the whole board can put right, wait for it).
+and the step that finishes the board once git is done (the merge driver itself,
+taskboard.driver, may write only its own file, so tasks two branches both created at
+one id, and edges only the whole board can put right, wait for this step).
 
 - `wire` (`tasks init`): the driver in the clone's config, `merge=tasks` for task
-  files in the board's .gitattributes, and post-merge, post-commit and post-rewrite
-  hooks (a user's own hook is kept and runs first). Idempotent; says what it did.
-- `run_driver` (`tasks merge-driver %O %A %B %P`): merging.merge_file into %A, exit 0;
-  on damaged input or any error, whole-file conflict markers and exit 1: an ordinary
-  git conflict, never a half-merged file. It notes in the git folder that the board
-  needs finishing, and from which operation (merge, rebase, other).
+  files (and `merge=union` for journal shards) in the board's .gitattributes, and
+  post-merge, post-commit and post-rewrite hooks (a user's own hook is kept and runs
+  first). Idempotent; says what it did.
 - `settle` (the hooks, `tasks check --fix`): the board again from the commits, exact by
   uid (merging.merge_boards over the merge's parents, or each picked commit of a
-  rebase in turn), applied to the work tree without undoing edits made since; without
-  the commits (a cherry-pick, a merge made in a clone that never finished it) the
-  parked tasks are settled from their own lists (merging.settle_pending).
+  rebase in turn), applied over what the work tree holds now, so edits made since are
+  kept; without the commits (a cherry-pick, a merge made in a clone that never finished
+  it) the parked tasks are settled from their own lists (merging.settle_pending).
 
-Nothing here is on a command's hot path: git is spawned only by init, check, the
-driver, the hooks and a settle.
+Nothing here is on a command's hot path: git is spawned only by init, check, the hooks
+and a settle.
 """
 
 from __future__ import annotations
@@ -25,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 from . import merging
+from .driver import MARKER
 from .errors import Corrupt
 from .model import decode, encode, file_name, id_from_file_name
 
@@ -45,13 +42,11 @@ if TYPE_CHECKING:
 
 DRIVER = "tasks"  # merge=tasks in .gitattributes, [merge "tasks"] in the config
 DRIVER_NAME = "taskboard: merge task files by their meaning"
-MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
 HOOKS = ("post-merge", "post-commit", "post-rewrite")
 HOOK_SIGN = "# taskboard hook"
 ATTRIBUTE_LINE = f"task_*.json merge={DRIVER}"
 COMMIT_HINT = 'git add {board} && git commit -m "tasks: finish merging the board"'
 _IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
-_PICKS = re.compile(r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b", re.MULTILINE)
 
 
 class GitError(Exception):
@@ -154,136 +149,9 @@ def read_marker(repo: Repo) -> dict:
     return found if isinstance(found, dict) else {}
 
 
-def _write_marker(repo: Repo, marker: dict) -> None:
-    _replace(repo.marker, (json.dumps(marker, indent=2, sort_keys=True) + "\n").encode("utf-8"), repo.git_dir)
-
-
 def clear_marker(repo: Repo) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(repo.marker)
-
-
-def _operation(repo: Repo) -> dict:
-    """Which git operation runs the driver now, and what settling it needs to know.
-    During a rebase git's own state names the base and every picked commit; a merge has
-    no MERGE_HEAD yet while its drivers run, and is known by its reflog action."""
-    rebase = repo.git_dir / "rebase-merge"
-    if rebase.is_dir():
-        try:
-            onto = (rebase / "onto").read_text().strip()
-            todo = "".join(
-                (rebase / name).read_text() for name in ("done", "git-rebase-todo") if (rebase / name).exists()
-            )
-        except OSError:
-            return {"op": "other"}
-        return {"op": "rebase", "onto": onto, "picks": list(dict.fromkeys(_PICKS.findall(todo)))}
-    action = os.environ.get("GIT_REFLOG_ACTION", "")
-    if action.startswith(("merge", "pull")):
-        return {"op": "merge"}
-    return {"op": "other"}
-
-
-def _head(repo: Repo) -> str:
-    """HEAD's commit, read from the git folder (a driver runs once per file: no spawn)."""
-    try:
-        text = (repo.git_dir / "HEAD").read_text().strip()
-        if not text.startswith("ref:"):
-            return text
-        ref = text[4:].strip()
-        common = repo.git_dir
-        if (repo.git_dir / "commondir").exists():
-            common = (repo.git_dir / (repo.git_dir / "commondir").read_text().strip()).resolve()
-        for folder in (repo.git_dir, common):
-            if (folder / ref).is_file():
-                return (folder / ref).read_text().strip()
-        for line in (common / "packed-refs").read_text().splitlines():
-            if line.endswith(" " + ref):
-                return line.split()[0]
-    except OSError:
-        pass
-    return ""
-
-
-def note_driver_run(repo: Repo, board: str, failure: tuple[str, str] | None = None) -> None:
-    """Record in the git folder that the driver merged a file of `board` (or could not)."""
-    current = {"head": _head(repo), **_operation(repo)}
-    marker = read_marker(repo)
-    if any(marker.get(key) != value for key, value in current.items()):
-        marker = dict(current)  # a new operation: what an earlier one left does not apply
-    marker["boards"] = sorted({*marker.get("boards", []), board})
-    if failure is not None:
-        marker.setdefault("failed", {})[failure[0]] = failure[1]
-    _write_marker(repo, marker)
-
-
-def _replace(path: Path, data: bytes, scratch: Path) -> None:
-    """Write a file whole or not at all: a temporary file beside it (or in `scratch`), then rename."""
-    temp = scratch / f".tasks-{os.getpid()}.tmp"
-    try:
-        with open(temp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        with open(path, "wb") as out:  # another file system: git reads %A only after we exit
-            out.write(data)
-
-
-# -- the driver ------------------------------------------------------------------------------------
-
-
-def run_driver(argv: list[str]) -> int:
-    """`tasks merge-driver %O %A %B %P`: git hands over the ancestor, ours and theirs as
-    files (the ancestor empty when both sides added the file) and wants the result in
-    %A. Exit 0: merged. Exit 1: whole-file conflict markers in %A, a conflict for a person."""
-    if len(argv) != 4:
-        sys.stderr.write("usage: tasks merge-driver BASE OURS THEIRS PATH (git runs it: see tasks init)\n")
-        return 2
-    base_path, ours_path, theirs_path, path = argv
-    repo = find_repo(Path.cwd())
-    board = Path(path).parent.as_posix()
-    ours = b""
-    try:
-        with open(base_path, "rb") as f:
-            base = f.read()
-        with open(ours_path, "rb") as f:
-            ours = f.read()
-        with open(theirs_path, "rb") as f:
-            theirs = f.read()
-        merged = merging.merge_file(base, ours, theirs, Path(path).name)
-    except merging.Unmergeable as exc:
-        return _driver_failed(repo, board, path, ours_path, ours, theirs_path, str(exc))
-    except Exception as exc:  # a bug or an unreadable file: still an ordinary conflict, never a half merge
-        return _driver_failed(repo, board, path, ours_path, ours, theirs_path, f"{type(exc).__name__}: {exc}")
-    _replace(Path(ours_path), merged, repo.git_dir if repo else Path(ours_path).parent)
-    if repo is not None:
-        note_driver_run(repo, board)
-    return 0
-
-
-def _driver_failed(
-    repo: Repo | None, board: str, path: str, ours_path: str, ours: bytes, theirs_path: str, reason: str
-) -> int:
-    try:
-        with open(theirs_path, "rb") as f:
-            theirs = f.read()
-    except OSError:
-        theirs = b""
-    conflict = b"<<<<<<< ours\n" + _line_end(ours) + b"=======\n" + _line_end(theirs) + b">>>>>>> theirs\n"
-    with contextlib.suppress(OSError):
-        _replace(Path(ours_path), conflict, repo.git_dir if repo else Path(ours_path).parent)
-    if repo is not None:
-        with contextlib.suppress(OSError):
-            note_driver_run(repo, board, (path, reason))
-    sys.stderr.write(f"tasks merge-driver: {path}: {reason}; left as a conflict for you to resolve\n")
-    return 1
-
-
-def _line_end(data: bytes) -> bytes:
-    return data if not data or data.endswith(b"\n") else data + b"\n"
 
 
 # -- wiring a clone (tasks init) ---------------------------------------------------------------

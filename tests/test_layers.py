@@ -24,7 +24,13 @@ LAYERS = [
     {"app"},
     {"cli"},
     {"mcp_server"},  # `tasks mcp`: the one importer of the MCP SDK
-    {"commands", "harness", "tools", "gitwire"},  # command bodies; tools: the board as agent tools, for every harness
+    {
+        "commands",
+        "harness",
+        "tools",
+        "gitwire",
+        "driver",
+    },  # command bodies; tools: the board as agent tools, for every harness
     {"render"},
     {"invocation"},
     {"messages"},

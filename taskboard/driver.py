@@ -1,0 +1,169 @@
+"""`tasks merge-driver %O %A %B %P`: what git runs for each task file both sides of a
+merge changed (the wiring is taskboard.gitwire's). Git starts it once per such file, so
+it stays lean: json, os, sys and the pure merge (taskboard.merging), no pathlib, no
+subprocess, nothing synced to disk (git reads %A back at once; a crash is a failed merge).
+
+It writes merging.merge_file's answer into %A and exits 0; on damaged input or any error
+it writes whole-file conflict markers (both sides complete) and exits 1: an ordinary git
+conflict, never a half-merged file. Either way it notes in the work tree's git folder
+(MARKER) that the board needs finishing, from which operation, and what failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+
+from . import merging
+
+MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
+_PICKS = re.compile(r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b", re.MULTILINE)
+
+
+def main(argv: list[str]) -> int:
+    """Git hands over the ancestor, ours and theirs as files (the ancestor empty when both
+    sides added the file) and the path; the result goes into ours (%A)."""
+    if len(argv) != 4:
+        sys.stderr.write("usage: tasks merge-driver BASE OURS THEIRS PATH (git runs it: see tasks init)\n")
+        return 2
+    base_path, ours_path, theirs_path, path = argv
+    git_dir = find_git_dir(os.getcwd())  # git runs a driver at the top of the work tree
+    board = os.path.dirname(path) or "."
+    versions = []
+    try:
+        for name in (base_path, ours_path, theirs_path):
+            with open(name, "rb") as f:
+                versions.append(f.read())
+        base, ours, theirs = versions
+        merged = merging.merge_file(base, ours, theirs, os.path.basename(path))
+    except merging.Unmergeable as exc:
+        return _failed(git_dir, board, path, ours_path, versions, str(exc))
+    except Exception as exc:  # a bug or an unreadable file: still an ordinary conflict, never a half merge
+        return _failed(git_dir, board, path, ours_path, versions, f"{type(exc).__name__}: {exc}")
+    _replace(ours_path, merged, git_dir)
+    if git_dir is not None:
+        note_run(git_dir, board)
+    return 0
+
+
+def _failed(git_dir: str | None, board: str, path: str, ours_path: str, versions: list[bytes], reason: str) -> int:
+    ours = versions[1] if len(versions) > 1 else b""
+    theirs = versions[2] if len(versions) > 2 else b""
+    conflict = b"<<<<<<< ours\n" + _line_end(ours) + b"=======\n" + _line_end(theirs) + b">>>>>>> theirs\n"
+    try:
+        _replace(ours_path, conflict, git_dir)
+        if git_dir is not None:
+            note_run(git_dir, board, (path, reason))
+    except OSError:
+        pass
+    sys.stderr.write(f"tasks merge-driver: {path}: {reason}; left as a conflict for you to resolve\n")
+    return 1
+
+
+def _line_end(data: bytes) -> bytes:
+    return data if not data or data.endswith(b"\n") else data + b"\n"
+
+
+def _replace(path: str, data: bytes, scratch: str | None) -> None:
+    """A file whole or not at all: written beside it (or in the git folder), then renamed."""
+    temp = os.path.join(scratch or os.path.dirname(os.path.abspath(path)), f".tasks-{os.getpid()}.tmp")
+    try:
+        with open(temp, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except OSError:
+        from contextlib import suppress  # the rare path pays for the import
+
+        with suppress(OSError):
+            os.unlink(temp)
+        with open(path, "wb") as out:  # another file system: git reads %A only after we exit
+            out.write(data)
+
+
+# -- the git folder, read without spawning git ------------------------------------------------
+
+
+def find_git_dir(top: str) -> str | None:
+    """The git folder of the work tree at `top`: `.git` itself, or the folder a `.git` file names."""
+    dot = os.path.join(top, ".git")
+    if os.path.isdir(dot):
+        return dot
+    try:
+        with open(dot, encoding="utf-8") as f:
+            text = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    return os.path.normpath(os.path.join(top, text[len("gitdir:") :].strip()))
+
+
+def read_marker(git_dir: str) -> dict:
+    try:
+        with open(os.path.join(git_dir, MARKER), encoding="utf-8") as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def note_run(git_dir: str, board: str, failure: tuple[str, str] | None = None) -> None:
+    """Record that the driver merged a file of `board` (or could not), for the operation
+    running now; written only when it changes (git runs the driver once per file)."""
+    current = {"head": _head(git_dir), **_operation(git_dir)}
+    old = read_marker(git_dir)
+    marker = dict(old) if all(old.get(key) == value for key, value in current.items()) else dict(current)
+    marker["boards"] = sorted({*marker.get("boards", []), board})
+    if failure is not None:
+        marker["failed"] = {**marker.get("failed", {}), failure[0]: failure[1]}
+    if marker != old:
+        _replace(os.path.join(git_dir, MARKER), (json.dumps(marker, indent=2, sort_keys=True) + "\n").encode(), git_dir)
+
+
+def _operation(git_dir: str) -> dict:
+    """Which git operation runs the driver now, and what finishing it needs to know.
+    During a rebase git's own state names the base and every picked commit; a merge has
+    no MERGE_HEAD yet while its drivers run, and is known by its reflog action."""
+    rebase = os.path.join(git_dir, "rebase-merge")
+    if os.path.isdir(rebase):
+        try:
+            with open(os.path.join(rebase, "onto"), encoding="utf-8") as f:
+                onto = f.read().strip()
+            todo = ""
+            for name in ("done", "git-rebase-todo"):
+                if os.path.exists(os.path.join(rebase, name)):
+                    with open(os.path.join(rebase, name), encoding="utf-8") as f:
+                        todo += f.read()
+        except (OSError, UnicodeDecodeError):
+            return {"op": "other"}
+        return {"op": "rebase", "onto": onto, "picks": list(dict.fromkeys(_PICKS.findall(todo)))}
+    if os.environ.get("GIT_REFLOG_ACTION", "").startswith(("merge", "pull")):
+        return {"op": "merge"}
+    return {"op": "other"}
+
+
+def _head(git_dir: str) -> str:
+    """HEAD's commit, read from the git folder."""
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as f:
+            text = f.read().strip()
+        if not text.startswith("ref:"):
+            return text
+        ref = text[4:].strip()
+        common = git_dir
+        if os.path.exists(os.path.join(git_dir, "commondir")):
+            with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as f:
+                common = os.path.normpath(os.path.join(git_dir, f.read().strip()))
+        for folder in (git_dir, common):
+            if os.path.isfile(os.path.join(folder, ref)):
+                with open(os.path.join(folder, ref), encoding="utf-8") as f:
+                    return f.read().strip()
+        with open(os.path.join(common, "packed-refs"), encoding="utf-8") as f:
+            for line in f:
+                if line.rstrip("\n").endswith(" " + ref):
+                    return line.split()[0]
+    except (OSError, UnicodeDecodeError):
+        pass
+    return ""
