@@ -377,29 +377,38 @@ def settle(store: Store, hook: str | None = None) -> Settled:
         result.notes.append(f"git is in the middle of an operation ({waiting}); the board is finished after it")
         return result
     with store.writing():
-        records, damaged = store.read_all()
-        if damaged:
-            result = Settled("none")
-            result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
-            return result
         exact = _exact(repo, board, marker) if marker else None
-        if exact is not None:
-            head, expected = exact
-            merged = merging.merge_boards(head, records, expected.records.values())
-            result = Settled("exact")
-            result.moved = expected.moved
-            result.notes = [note for note in expected.notes if "cycle" in note]
-        elif marker or any(merging.PENDING_KEY in record for record in records):
-            merged = merging.settle_pending(records)
-            result = Settled("parked")
-            result.moved = merged.moved
-            result.notes = [note for note in merged.notes if "cycle" in note or "history edge" in note]
+        if exact is not None and _unchanged_since_commit(repo, board):
+            before, expected = exact  # the work tree holds what the commit holds: the result is the exact merge
+            after = expected.records
         else:
-            clear_marker(repo)
-            return Settled("none")
-        _apply(store, records, merged.records, result)
+            before, damaged = store.read_all()
+            if damaged:
+                result = Settled("none")
+                result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
+                return result
+            if exact is not None:  # edits since the commit: kept, and the exact merge applied over them
+                expected = merging.merge_boards(exact[0], before, exact[1].records.values())
+                expected.moved, expected.notes = exact[1].moved, exact[1].notes
+                after = expected.records
+            elif marker or any(merging.PENDING_KEY in record for record in before):
+                expected = merging.settle_pending(before)
+                after = expected.records
+            else:
+                clear_marker(repo)
+                return Settled("none")
+        result = Settled("exact" if exact is not None else "parked")
+        result.moved = expected.moved
+        result.notes = [note for note in expected.notes if "cycle" in note or "history edge" in note]
+        _apply(store, before, after, result)
     clear_marker(repo)
     return result
+
+
+def _unchanged_since_commit(repo: Repo, board: str) -> bool:
+    """No task file of the board differs from HEAD's, and none is new."""
+    changed = repo.git("status", "--porcelain", "--untracked-files=all", "--", board, check=False)
+    return not any(id_from_file_name(line[3:].rpartition("/")[2]) is not None for line in changed.splitlines())
 
 
 def _exact(repo: Repo, board: str, marker: dict) -> tuple[list[Record], merging.BoardMerge] | None:
@@ -435,26 +444,26 @@ def _exact(repo: Repo, board: str, marker: dict) -> tuple[list[Record], merging.
 
 
 def _apply(store: Store, before: list[Record], after: dict[int, Record], result: Settled) -> None:
-    """Write what changed (all or nothing, through the store's journaled write)."""
-    old = {record["id"]: encode(record) for record in before}
+    """Write what changed (all or nothing, through the store's journaled write), and find
+    the tasks that became ready."""
+    was = {record["id"]: record for record in before}
     files = {}
     for task_id, record in sorted(after.items()):
-        data = encode(record)
-        if old.get(task_id) != data:
-            files[file_name(task_id)] = data
+        if not merging.same(was.get(task_id), record):
+            files[file_name(task_id)] = encode(record)
             result.written.append(task_id)
-    result.removed = sorted(set(old) - set(after))
+    result.removed = sorted(set(was) - set(after))
     store.write(files, _journal_moves(result.moved), remove=[file_name(task_id) for task_id in result.removed])
     from . import graph
 
-    lookup = after.get
-    was = {record["id"]: record for record in before}
+    moved = {uid for uid, _, _ in result.moved}
+    touched = set(result.written) | {i for task_id in result.written for i in after[task_id]["blocks"]}
     result.unblocked = [
         task_id
-        for task_id, record in sorted(after.items())
-        if graph.is_ready(record, lookup)
+        for task_id in sorted(touched & set(after))
+        if graph.is_ready(after[task_id], after.get)
         and not (task_id in was and graph.is_ready(was[task_id], was.get))
-        and record.get("uid") not in {uid for uid, _, _ in result.moved}
+        and after[task_id].get("uid") not in moved
     ]
 
 

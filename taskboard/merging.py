@@ -246,8 +246,10 @@ class _Side:
         self.label: dict[str, str] = {}
         self.duplicates: list[str] = []
         for entry in entries:
-            main = dict(entry)
-            parked = main.pop(PENDING_KEY, None)
+            main, parked = entry, None
+            if PENDING_KEY in entry:
+                main = dict(entry)
+                parked = main.pop(PENDING_KEY)
             self._add(main, base, None)
             for item in parked if isinstance(parked, list) else ():
                 if isinstance(item, dict) and isinstance(item.get("task"), dict):
@@ -284,10 +286,13 @@ class _Side:
                 copy[edge] = sorted({self.name(i) for i in copy[edge]})
         return copy
 
-    def pairs(self) -> set[tuple[str, str]]:
-        """Every edge (blocker, dependent) that either end's list states."""
+    def pairs(self, skip: set[str]) -> set[tuple[str, str]]:
+        """Every edge (blocker, dependent) that either end's list states, but for the
+        records in `skip` (unchanged everywhere: their partners' lists state their edges)."""
         found = set()
         for key, record in self.by_key.items():
+            if key in skip:
+                continue
             found |= {(key, self.name(i)) for i in record.get("blocks", ())}
             found |= {(self.name(i), key) for i in record.get("blockedBy", ())}
         return found
@@ -305,7 +310,17 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
     mine, other = _Side(ours, old), _Side(theirs, old)
     merged: dict[str, Record] = {}
     notes: list[str] = []
+    # A task the same on all three sides stays as it is: every change that could touch its
+    # lists (an edge, a deletion, a completion next to it) would have changed it on that side.
+    quiet = {
+        key
+        for key, record in mine.by_key.items()
+        if same(record, other.by_key.get(key, _ABSENT)) and same(record, old.by_key.get(key, _ABSENT))
+    }
     for key in dict.fromkeys([*mine.by_key, *other.by_key]):
+        if key in quiet:
+            merged[key] = mine.by_key[key]
+            continue
         b, o, t = old.translated(key), mine.translated(key), other.translated(key)
         if o is None or t is None:
             present = o if o is not None else t
@@ -319,7 +334,7 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
             merged[key] = merge_record(b, o, t)
     for side in (mine, other):
         notes += [f"uid {key} is in two files on one side; the first one was kept" for key in side.duplicates]
-    base_pairs, our_pairs, their_pairs = old.pairs(), mine.pairs(), other.pairs()
+    base_pairs, our_pairs, their_pairs = old.pairs(quiet), mine.pairs(quiet), other.pairs(quiet)
     pairs = (our_pairs & their_pairs) | (our_pairs - base_pairs) | (their_pairs - base_pairs)
     final = _place(merged, old, [mine, other])
     result = BoardMerge({})
@@ -327,7 +342,7 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
         ((key, record["id"], final[key]) for key, record in merged.items() if final[key] != record["id"]),
         key=lambda move: move[2],
     )
-    result.records, derived = _derive(merged, pairs, final)
+    result.records, derived = _derive(merged, pairs, final, quiet)
     result.notes = sorted(notes) + [f"#{old_id} (uid {uid}) became #{new}" for uid, old_id, new in result.moved]
     result.notes += derived
     return result
@@ -354,7 +369,24 @@ def _place(merged: dict[str, Record], old: _Side, sides: list[_Side]) -> dict[st
     return final
 
 
-def _derive(records: dict, pairs: set[tuple], final: dict) -> tuple[dict[int, Record], list[str]]:
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON, exactly (1, 1.0 and true differ; so does key order): the fast way
+    to tell an unchanged record, which is most of a large board."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and list(a) == list(b) and all(same(a[key], b[key]) for key in a)
+    if kind is list:
+        return len(a) == len(b) and all(map(same, a, b))
+    return bool(a == b)
+
+
+def _derive(
+    records: dict, pairs: set[tuple], final: dict, quiet: frozenset | set = frozenset()
+) -> tuple[dict[int, Record], list[str]]:
     """The board by final id with both lists written from one edge relation: `blocks`
     holds every edge of a live task (a completed one's as history), `blockedBy` those whose
     blocker is open; a deleted task has none and is named by none; an edge to a task that
@@ -376,6 +408,9 @@ def _derive(records: dict, pairs: set[tuple], final: dict) -> tuple[dict[int, Re
                     dropped.setdefault(end, set()).add(far)
     out: dict[int, Record] = {}
     for key, record in records.items():
+        if key in quiet:
+            out[final[key]] = record
+            continue
         new = dict(record)
         new["id"] = final[key]
         new["blocks"] = sorted(final[k] for k in blocks[key])
