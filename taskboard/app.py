@@ -22,12 +22,16 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from .board import Board
+
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
     inv = Invocation()
     inv.argv = args
+    if "check" not in args:  # check reports an unfinished merge, and finishes it with --fix
+        inv.on_board = _finish_merge
     try:
         fast = _git_entry(args) or fast_command(args, inv)
         return fast() if fast is not None else _run_click(args, inv)
@@ -58,6 +62,19 @@ def _git_entry(args: list[str]) -> Callable[[], int] | None:
     from . import gitwire
 
     return lambda: gitwire.run_hook(args[1:])
+
+
+def _finish_merge(inv: Invocation, board: Board) -> None:
+    """The next command after a merge the hooks did not finish (no hooks, a series of
+    cherry-picks) finishes it first: a stat or two when there is none."""
+    from .driver import merge_pending
+
+    if not merge_pending(str(board.store.root)):
+        return
+    from .gitwire import describe, settle
+
+    for line in describe(settle(board.store), board.store.root.name):
+        inv.warn(line)
 
 
 def _run_click(args: list[str], inv: Invocation) -> int:

@@ -100,6 +100,20 @@ def find_git_dir(top: str) -> str | None:
     return os.path.normpath(os.path.join(top, text[len("gitdir:") :].strip()))
 
 
+def merge_pending(board: str) -> bool:
+    """Did a merge leave the board at `board` to finish? Stats only: every command asks."""
+    folder = os.path.abspath(board)
+    while True:
+        dot = os.path.join(folder, ".git")
+        if os.path.exists(dot):
+            git_dir = find_git_dir(folder)
+            return git_dir is not None and os.path.exists(os.path.join(git_dir, MARKER))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
+
+
 def read_marker(git_dir: str) -> dict:
     try:
         with open(os.path.join(git_dir, MARKER), encoding="utf-8") as f:

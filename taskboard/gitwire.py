@@ -45,6 +45,7 @@ DRIVER_NAME = "taskboard: merge task files by their meaning"
 HOOKS = ("post-merge", "post-commit", "post-rewrite")
 HOOK_SIGN = "# taskboard hook"
 ATTRIBUTE_LINE = f"task_*.json merge={DRIVER}"
+JOURNAL_LINE = "journal/*.jsonl merge=union"  # the journal's own rule (taskboard.journal): git's union driver
 COMMIT_HINT = 'git add {board} && git commit -m "tasks: finish merging the board"'
 _IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 
@@ -174,7 +175,7 @@ def hook_script(name: str) -> str:
 # A hook you had here before was kept as {name}.local and runs first.
 status=0
 if [ -x "$0.local" ]; then "$0.local" "$@"; status=$?; fi
-if [ -f "$(git rev-parse --git-dir)/{MARKER}" ]; then
+if {"true" if name == "post-merge" else f'[ -f "$(git rev-parse --git-dir)/{MARKER}" ]'}; then
     {_python()} git-hook {name} "$@" </dev/null
 fi
 exit $status
@@ -197,26 +198,39 @@ def wire(root: Path) -> list[str] | None:
 
 
 def _wire_attributes(repo: Repo, root: Path) -> list[str]:
+    """`merge=tasks` for task files and `merge=union` for journal shards, in the board's
+    .gitattributes, unless the user gave them a merge attribute of their own."""
     path = root / ".gitattributes"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         text = ""
-    own = _merge_attribute(text)
-    if own == DRIVER:
-        return []
-    if own is not None:
-        return [f"kept your merge={own} for task files in {path.name}: the board's merge driver is not used"]
-    path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + ATTRIBUTE_LINE + "\n", encoding="utf-8")
-    return [f"added '{ATTRIBUTE_LINE}' to {repo.relative(path)} (commit it)"]
+    done, lines = [], []
+    for patterns, line, wanted in (
+        (("task_*.json", "*.json", "*"), ATTRIBUTE_LINE, DRIVER),
+        (("journal/*.jsonl", "*.jsonl", "*"), JOURNAL_LINE, "union"),
+    ):
+        own = _merge_attribute(text, patterns)
+        if own is None:
+            lines.append(line)
+        elif own != wanted:
+            done.append(f"kept your merge={own} for {patterns[0]} in {path.name}: the board's merge rule is not used")
+    if lines:
+        path.write_text(
+            text + ("" if text.endswith("\n") or not text else "\n") + "".join(f"{line}\n" for line in lines),
+            encoding="utf-8",
+        )
+        done += [f"added '{line}' to {repo.relative(path)} (commit it)" for line in lines]
+    return done
 
 
-def _merge_attribute(text: str) -> str | None:
-    """The merge attribute the board's .gitattributes gives task files (the last line wins)."""
+def _merge_attribute(text: str, patterns: tuple[str, ...]) -> str | None:
+    """The merge attribute the board's .gitattributes gives files matching one of the
+    patterns (the last line wins)."""
     found = None
     for line in text.splitlines():
         words = line.split()
-        if len(words) < 2 or words[0].startswith("#") or words[0] not in ("task_*.json", "*.json", "*"):
+        if len(words) < 2 or words[0].startswith("#") or words[0] not in patterns:
             continue
         for word in words[1:]:
             if word.startswith("merge="):
@@ -487,12 +501,18 @@ def run_hook(argv: list[str]) -> int:
     if name == "post-rewrite" and argv[1:2] == ["amend"]:
         return 0
     repo = find_repo(Path.cwd())
-    if repo is None or not repo.marker.exists():
+    if repo is None:
         return 0
     from .store import Store, find_board
 
     try:
-        for board in read_marker(repo).get("boards", []) or [repo.relative(find_board(None))]:
+        boards = read_marker(repo).get("boards", []) if repo.marker.exists() else []
+        if not boards and name == "post-merge":  # a pull may bring a merge another clone did not finish
+            board = repo.relative(find_board(None))
+            changed = repo.git("diff", "--name-only", "ORIG_HEAD", "HEAD", "--", board, check=False).splitlines()
+            if any(merging.PENDING_KEY in _read_text(repo.top / path) for path in changed):
+                boards = [board]
+        for board in boards:
             result = settle(Store(repo.top / board), hook=name)
             for line in describe(result, board, hook_run=True):
                 sys.stderr.write(f"tasks: {line}\n")
@@ -510,8 +530,9 @@ def check_problems(store: Store, fix: bool) -> list[Problem]:
     problems = []
     if fix:
         settled = settle(store)
+        done = settled.how in ("exact", "parked")
         problems += [
-            Problem(None, None, "merge-unfinished", line, fixable=settled.how in ("exact", "parked"))
+            Problem(None, None, "merge-unfinished", line, fixed=done, fixable=done)
             for line in describe(settled, store.root.name)
         ]
     repo = find_repo(store.root)
@@ -529,7 +550,18 @@ def check_problems(store: Store, fix: bool) -> list[Problem]:
                 "keep one side, then run tasks check --fix",
             )
         )
-    if marker and not fix and not problems:
+    waiting = repo.in_progress() if marker else None
+    if waiting:
+        problems.append(
+            Problem(
+                None,
+                None,
+                "merge-unfinished",
+                f"git is in the middle of an operation ({waiting}) that touched the board; "
+                "it is finished when git's merge is committed",
+            )
+        )
+    elif marker and not fix and not problems:
         problems.append(
             Problem(
                 None, None, "merge-unfinished", "a merge touched the board and was not finished: run tasks check --fix"

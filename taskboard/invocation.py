@@ -15,6 +15,7 @@ from .messages import outcome_events
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from .board import Board
@@ -31,6 +32,7 @@ class Invocation:
         self.json = False
         self.argv: list[str] = []
         self._board: Board | None = None
+        self.on_board: Callable[[Invocation, Board], None] | None = None  # run once the board is found (app.py)
 
     @property
     def board(self) -> Board:
@@ -42,6 +44,8 @@ class Invocation:
             timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
             self._board = Board(Store(find_board(self.board_dir), timeout), caller)
+            if self.on_board is not None:
+                self.on_board(self, self._board)
         return self._board
 
     # -- speaking ----------------------------------------------------------------

@@ -12,6 +12,8 @@ import json
 import pytest
 from gitboard import Clone, by_uid, git_env, judge, new_clone
 
+from taskboard.gitwire import HOOKS
+
 VARIANTS = {
     "merge b into a": ("a", ["merge", "--no-edit", "b"]),
     "merge a into b": ("b", ["merge", "--no-edit", "a"]),
@@ -219,3 +221,100 @@ def test_two_blockers_completed_on_two_branches(tmp_path):
 
     tasks = subjects(every_way(tmp_path, branches(tmp_path, base, side_a, side_b)))
     assert tasks["three"]["blockedBy"] == [] and tasks["three"]["status"] == "pending"
+
+
+# -- when the hooks cannot finish the board ---------------------------------------------------------
+
+
+def _both_create(tmp_path) -> Clone:
+    def base(tasks):
+        tasks("create", "one")
+
+    def side_a(tasks):
+        tasks("create", "a2", "--blocked-by", "1")
+
+    def side_b(tasks):
+        tasks("create", "b2")
+        tasks("create", "b3", "--blocked-by", "2")
+
+    return branches(tmp_path, base, side_a, side_b)
+
+
+def _expect_both_create(records: dict[int, dict]) -> None:
+    tasks = subjects(by_uid(records))
+    assert sorted(tasks) == ["a2", "b2", "b3", "one"]
+    assert tasks["a2"]["blockedBy"] == ["one"] and tasks["b3"]["blockedBy"] == ["b2"]
+
+
+def test_without_hooks_the_next_command_finishes_the_merge(tmp_path):
+    clone = _both_create(tmp_path).copy(tmp_path / "clone")
+    for name in HOOKS:
+        (clone.top / ".git" / "hooks" / name).unlink()
+    clone.git("checkout", "-q", "a")
+    clone.git("merge", "--no-edit", "b")
+    ready = clone.tasks("ready")  # finishes the merge first, and says what to commit
+    assert "commit them" in ready.stderr
+    _expect_both_create(judge(clone))
+    assert "one" in ready.stdout and "b2" in ready.stdout and "a2" not in ready.stdout
+    clone.commit("tasks: finish merging the board")
+    problems = clone.tasks.json("check", expect=6)["problems"]
+    assert [p["rule"] for p in problems] == ["git-wiring"] and "hook" in problems[0]["message"]
+
+
+def test_a_series_of_cherry_picks_is_finished_by_the_next_command(tmp_path):
+    repo = _both_create(tmp_path)
+    repo.git("checkout", "-q", "b")
+    repo.tasks("update", "1", "-d", "a second commit on b")
+    repo.commit("more on b")
+    clone = repo.copy(tmp_path / "clone")
+    clone.git("checkout", "-q", "a")
+    done = clone.git("cherry-pick", "main..b")  # two picks: the hooks wait for the last one
+    assert "commit them" not in done.stderr
+    listed = clone.tasks("list")
+    assert "commit them" in listed.stderr
+    records = judge(clone)
+    _expect_both_create(records)
+    assert subjects(by_uid(records))["one"]["description"] == "a second commit on b"
+
+
+def test_a_merge_that_stops_on_another_file_is_finished_when_committed(tmp_path):
+    repo = _both_create(tmp_path)
+    for branch in ("a", "b"):
+        repo.git("checkout", "-q", branch)
+        (repo.top / "notes.txt").write_text(f"{branch}\n")
+        repo.commit(f"notes on {branch}")
+    clone = repo.copy(tmp_path / "clone")
+    clone.git("checkout", "-q", "a")
+    clone.git("merge", "--no-edit", "b", expect=1)  # notes.txt conflicts; the board merged
+    problems = clone.tasks.json("check", expect=6)["problems"]  # a merge in progress: not finished yet
+    assert any("finished when git's merge is committed" in p["message"] for p in problems)
+    (clone.top / "notes.txt").write_text("a and b\n")
+    clone.git("add", "notes.txt", ".tasks")
+    done = clone.git("commit", "--no-edit")
+    assert "commit them" in done.stderr  # post-commit finished the board
+    (clone.top / "notes.txt").unlink()
+    clone.commit("drop notes")
+    _expect_both_create(judge(clone))
+
+
+def test_a_merge_pushed_before_it_was_finished_is_finished_elsewhere(tmp_path):
+    repo = _both_create(tmp_path)
+    clone = repo.copy(tmp_path / "clone")
+    for name in HOOKS:
+        (clone.top / ".git" / "hooks" / name).unlink()
+    clone.git("checkout", "-q", "a")
+    puller = Clone(tmp_path / "puller")  # a wired clone that pulls the unfinished merge: its hook finishes it
+    clone.git("clone", "-q", "-b", "a", str(clone.top), str(puller.top))
+    puller.tasks("init")
+    clone.git("merge", "--no-edit", "b")  # committed with a task parked in task_2.json
+    pulled = puller.git("pull", "--no-rebase", "--no-edit")
+    assert "commit them" in pulled.stderr
+    _expect_both_create(judge(puller))
+    other = Clone(tmp_path / "other")
+    clone.git("clone", "-q", str(clone.top), str(other.top))
+    other.tasks("init")
+    problems = other.tasks.json("check", expect=6)["problems"]
+    assert "parked-task" in [p["rule"] for p in problems]
+    fixed = other.tasks.json("check", "--fix")
+    assert fixed["ok"] is True
+    _expect_both_create(judge(other))

@@ -93,13 +93,13 @@ def test_init_keeps_the_users_attributes(tmp_path):
     said = clone.tasks.json("init")
     assert any("added 'task_*.json merge=tasks'" in line for line in said["git"])
     assert (clone.board / ".gitattributes").read_text() == (
-        "task_*.json text eol=lf\n*.md diff=markdown\ntask_*.json merge=tasks\n"
+        "task_*.json text eol=lf\n*.md diff=markdown\ntask_*.json merge=tasks\njournal/*.jsonl merge=union\n"
     )
     # a merge attribute the user chose for task files is theirs: kept, and check says what it costs
-    (clone.board / ".gitattributes").write_text("task_*.json merge=binary\n")
+    (clone.board / ".gitattributes").write_text("task_*.json merge=binary\njournal/*.jsonl merge=union\n")
     said = clone.tasks.json("init")
     assert any("kept your merge=binary" in line for line in said["git"])
-    assert (clone.board / ".gitattributes").read_text() == "task_*.json merge=binary\n"
+    assert (clone.board / ".gitattributes").read_text() == "task_*.json merge=binary\njournal/*.jsonl merge=union\n"
     clone.tasks("create", "one")
     clone.commit("board")
     problems = json.loads(clone.tasks("check", "--json", expect=6).stdout)["problems"]
