@@ -137,6 +137,7 @@ def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: f
     ref, state = record["id"], runtime.state
     entry = runtime.entry(record)
     mine = record["status"] == "in_progress" and record["owner"] == owner
+    runtime.now = time.time()  # a lease counts from here, the end of the search, not its start
     edited = change.edit(ref)
     if not is_uid(edited.get("uid")):  # a hand-written record: the state needs its identity now
         edited["uid"] = new_uid()
@@ -654,8 +655,10 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
 
 
 def state_problems(store: Store, fix: bool = False) -> list[Any]:
-    """`check`'s part: runtime state files that do not read back (each is read as no
-    state at all); with `fix`, removed."""
+    """`check`'s part: runtime state files that do not read back (each is read as no state
+    at all), and claims or completion marks this board made that its task files no longer
+    bear out (a process killed between the two writes, a checkout of another branch); with
+    `fix`, the damaged files are removed and the stale marks dropped."""
     from .check import Problem
 
     state = state_of(store)
@@ -674,4 +677,48 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
                 fixable=True,
             )
         )
+    names = state.names()
+    if not names:
+        return problems
+    records, _ = store.read_all()
+    by_uid = {record["uid"]: record for record in records if is_uid(record.get("uid"))}
+    for uid in sorted(names):
+        entry = state.read(uid)
+        stale = _stale_marks(entry, by_uid.get(uid), state.board)
+        if not stale:
+            continue
+        holder = entry.claim["owner"] if entry.claim else ""
+        said = [f"held here by {holder or 'someone'}" if key == "claim" else "completed here" for key in stale]
+        if fix:
+            with state.locked():
+                entry = state.read(uid)
+                for key in _stale_marks(entry, by_uid.get(uid), state.board):
+                    setattr(entry, key, None)
+                state.write(entry)
+        record = by_uid.get(uid)
+        really = f"its file says {record['status']}" if record else "this board has no such task"
+        ref = f"#{record['id']}" if record else f"the task with uid {uid}"
+        problems.append(
+            Problem(
+                f"{state.folder}/{uid}.json",
+                record["id"] if record else None,
+                "state",
+                f"{ref}: the runtime state says it is {' and '.join(said)}, but {really}",
+                fixed=fix,
+                fixable=True,
+            )
+        )
     return problems
+
+
+def _stale_marks(entry: Entry, record: Record | None, here: str) -> list[str]:
+    """Which of this board's marks on a task ("claim", "done") its record does not bear out."""
+    stale = []
+    claim, done = entry.claim, entry.done
+    if claim and claim["board"] == here:
+        held = record is not None and record["status"] == "in_progress" and record["owner"] == claim["owner"]
+        if not held:
+            stale.append("claim")
+    if done and done["board"] == here and (record is None or record["status"] != "completed"):
+        stale.append("done")
+    return stale

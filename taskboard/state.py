@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 STATE_FOLDER = ".state"  # inside a board that no git work tree holds
 LOCK_NAME = ".lock"
 STUCK_AFTER = 3  # failed attempts that make a task "stuck"
+# A lease of D runs out D + LEASE_GRACE after the claim or renewal is written: never before
+# D has passed since the command that made it returned, and within the contract's D + 1 s.
+LEASE_GRACE = 0.5
 MAX_NOTE = 2000  # characters of a failure note kept in the state (the journal keeps the rest)
 _SUFFIX = ".json"
 _HEX = frozenset("0123456789abcdef")
@@ -155,7 +158,7 @@ class Entry:
         claim = self.claim
         if not claim or claim.get("lease") is None:
             return None
-        return claim["renewed"] + claim["lease"]
+        return claim["renewed"] + claim["lease"] + LEASE_GRACE
 
     def expired(self, now: float) -> bool:
         expires = self.expires()

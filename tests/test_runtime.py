@@ -419,3 +419,49 @@ def test_state_reads_tolerate_anything(tmp_path):
         entry = state.read(uid)
         assert entry.damaged and entry.is_empty(), uid
     assert len(state.damaged()) == 6
+
+
+def test_check_drops_a_claim_the_task_file_no_longer_bears_out(clone, tmp_path):
+    git("worktree", "add", "-q", str(tmp_path / "other"), cwd=clone)
+    here, there = clone / ".tasks", tmp_path / "other" / ".tasks"
+    run_here, run_there = _runner(here), _runner(there)
+    run_here("--as", "ann", "claim", "1")
+    run_here("--as", "ann", "done", "3")
+    # a checkout puts the files back as they were; the shared state still says ann holds #1 here
+    git("checkout", "--", ".tasks/task_1.json", ".tasks/task_3.json", cwd=clone)
+    assert "held by ann in another worktree" in run_there("--as", "bob", "claim", "1", expect=4).stderr
+    run_here("init")  # wire the clone, so that what check finds is only the runtime state's
+    checked = json.loads(run_here("check", "--json", expect=6).stdout)
+    messages = sorted(p["message"] for p in checked["problems"])
+    assert messages == [
+        "#1: the runtime state says it is held here by ann, but its file says pending",
+        "#3: the runtime state says it is completed here, but its file says pending",
+    ]
+    elsewhere = json.loads(run_there("check", "--json", expect=None).stdout)["problems"]
+    assert [p for p in elsewhere if p["rule"] == "state"] == []  # the other worktree's marks are not its own
+    fixed = json.loads(run_here("check", "--fix", "--json").stdout)
+    assert fixed["ok"] is True and all(p["fixed"] for p in fixed["problems"])
+    assert run_there.json("--as", "bob", "claim", "1")["owner"] == "bob"
+    assert run_here("check", "--json").exit_code == 0
+
+
+# -- waking up ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["inotify", "poll"])
+def test_a_watcher_wakes_on_a_replaced_file_and_not_on_dot_names(tmp_path, kind):
+    from taskboard import watch
+
+    folder = tmp_path / "board"
+    folder.mkdir()
+    watcher = watch.Inotify([str(folder)]) if kind == "inotify" else watch.Poller([str(folder)])
+    try:
+        watcher.arm()
+        (folder / ".lock").write_text("")  # what every command touches: no wake
+        if kind == "inotify":
+            assert watcher.wait(0.2) is False
+        (folder / ".task_1.json.tmp").write_text("{}")
+        os.replace(folder / ".task_1.json.tmp", folder / "task_1.json")
+        assert watcher.wait(30) is True
+    finally:
+        watcher.close()
