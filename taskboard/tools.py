@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 MAX_INPUT = 1 << 20  # bytes of one call's arguments as JSON: ample for the largest task, small for a context
 DEFAULT_LIMIT = 50  # tasks in one task_list answer unless the caller asks for more
 MAX_LIMIT = 1000
+MAX_WAIT = 24 * 3600  # seconds a task_claim may wait
 LIST_FILTERS = STATES_TO_FILTER  # task_list's status also takes ready and blocked
 
 
@@ -62,6 +63,9 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
     "priority": {"type": "integer", "minimum": PRIORITIES[0], "maximum": PRIORITIES[-1]},
     "labels": {"type": "array", "items": {"type": "string"}},
+    "lease": {"type": ["string", "number"]},
+    "wait": {"type": ["number", "boolean"]},
+    "plan": {"type": "array", "items": {"type": "object"}},
 }
 
 
@@ -121,6 +125,8 @@ def _create(board: Board, args: dict[str, Any]) -> Reply:
             _metadata(args),
             priority=args.get("priority"),
             labels=args.get("labels"),
+            accept=args.get("accept"),
+            gate=args.get("gate"),
         )
     )
 
@@ -160,10 +166,13 @@ def _notes(notes: list) -> Outcome:
 
 
 def _update(board: Board, args: dict[str, Any]) -> Reply:
+    status, failed = args.get("status"), args.get("failed", False)
+    if failed and status not in (None, "pending"):  # a failed attempt gives the task back
+        raise UsageError("failed gives a task back: it goes with status pending (or no status)", "failed-status")
     patch = Patch(
         subject=args.get("subject"),
         description=args.get("description"),
-        status=args.get("status"),
+        status="pending" if failed else status,
         owner=args.get("owner"),
         metadata=_metadata(args),
         add_blocked_by=args.get("addBlockedBy", ()),
@@ -173,9 +182,19 @@ def _update(board: Board, args: dict[str, Any]) -> Reply:
         priority=args.get("priority"),
         add_labels=args.get("addLabels", ()),
         remove_labels=args.get("removeLabels", ()),
+        accept=args.get("accept"),
+        gate=args.get("gate"),
     )
     return _outcome_reply(
-        board.update(args["taskId"], patch, force=args.get("force", False), note=args.get("note", ""))
+        board.update(
+            args["taskId"],
+            patch,
+            force=args.get("force", False),
+            note=args.get("note", ""),
+            failed=failed,
+            release=failed,
+            retry=args.get("retry", False),
+        )
     )
 
 
@@ -193,7 +212,25 @@ def _log(board: Board, args: dict[str, Any]) -> Reply:
 
 def _claim(board: Board, args: dict[str, Any]) -> Reply:
     owner = args.get("owner") or board.caller
-    return _outcome_reply(board.claim(args.get("taskId"), owner))
+    lease = args.get("lease", _env_lease())
+    wait = args.get("wait", False)
+    if wait is False:
+        return _outcome_reply(board.claim(args.get("taskId"), owner, lease))
+    return _outcome_reply(board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait))
+
+
+def _env_lease() -> float | None:
+    """TASKS_LEASE, as for `tasks claim`: the lease of a claim that names none."""
+    raw = os.environ.get("TASKS_LEASE", "")
+    return _lease("TASKS_LEASE", raw) if raw.strip() else None
+
+
+def _import(board: Board, args: dict[str, Any]) -> Reply:
+    from .importing import created_keys, import_plan, parse_plan
+
+    tasks = parse_plan(json.dumps({"tasks": args["tasks"]}, ensure_ascii=False).encode("utf-8"))
+    outcome = import_plan(board, tasks)
+    return Reply({"created": created_keys(outcome)}, [(key, value) for key, value, _human in outcome_events(outcome)])
 
 
 TASK_ID = Arg("taskId", "id", 'The task\'s id: 7, "7" or "#7".', required=True)
@@ -204,6 +241,8 @@ _EDGES = [
 ]
 _METADATA = Arg("metadata", "object", "Keys to merge into the task's metadata; a key set to null is removed.")
 _PRIORITY = Arg("priority", "priority", "0 (most urgent) to 4; unset counts as 2.")
+_ACCEPT = Arg("accept", "text", "What done means, for whoever checks the work.")
+_GATE = Arg("gate", "text", "A shell command that must pass before the task can be completed.")
 
 TOOLS = [
     Tool(
@@ -216,6 +255,8 @@ TOOLS = [
             *_EDGES,
             _PRIORITY,
             Arg("labels", "labels", "Labels to tag the task with."),
+            _ACCEPT,
+            _GATE,
             _METADATA,
         ],
         _create,
@@ -244,8 +285,9 @@ TOOLS = [
     ),
     Tool(
         "task_update",
-        "Change a task; every given field applies as one change, or none does. status completed unblocks "
-        "its dependents; deleted removes the task and its edges. Returns the task record.",
+        "Change a task; every given field applies as one change, or none does. status completed runs the "
+        "task's gate, then unblocks its dependents; pending gives it back (or reopens it); deleted removes "
+        "it and its edges. Returns the task record.",
         [
             TASK_ID,
             Arg("subject", "text", "New title."),
@@ -258,8 +300,12 @@ TOOLS = [
             _PRIORITY,
             Arg("addLabels", "labels", "Labels to add."),
             Arg("removeLabels", "labels", "Labels to remove."),
+            _ACCEPT,
+            _GATE,
             _METADATA,
             Arg("note", "text", "Why: kept with the change in the board's journal."),
+            Arg("failed", "bool", "Give the task back as a failed attempt (3 make it stuck); say why in note."),
+            Arg("retry", "bool", "Forget the task's failed attempts, so a stuck task may be claimed again."),
             Arg("force", "bool", "Override another owner's hold on an in-progress task."),
         ],
         _update,
@@ -267,11 +313,14 @@ TOOLS = [
     ),
     Tool(
         "task_claim",
-        "Atomically take a task and set it in_progress for you: taskId, or without it the lowest-id ready "
-        "task nobody else holds. Of agents racing for one task exactly one wins. Returns the task record.",
+        "Atomically take a task and set it in_progress for you: taskId, or without it the next ready task "
+        "(priority, then id) nobody else holds; of agents racing for one task exactly one wins. Claiming "
+        "what you hold renews its lease. Returns the task record; not_found when nothing is ready.",
         [
             Arg("taskId", "id", 'The task\'s id: 7, "7" or "#7"; omit it for the next ready task.'),
             Arg("owner", "text", "Who takes it (default: the caller the server runs as)."),
+            Arg("lease", "lease", 'The claim ends unless renewed within this time: "90s", "15m", "2h" or seconds.'),
+            Arg("wait", "wait", "Nothing claimable yet: wait up to this many seconds (true: until the plan is done)."),
         ],
         _claim,
     ),
@@ -281,6 +330,20 @@ TOOLS = [
         "Returns the journal entry.",
         [TASK_ID, Arg("text", "text", "The note.", required=True)],
         _note,
+    ),
+    Tool(
+        "task_import",
+        'Create a whole plan as one change: tasks that name each other by key. Returns {"created": {key: id}}.',
+        [
+            Arg(
+                "tasks",
+                "plan",
+                'The plan: [{"key": "lexer", "subject": "...", "description", "blockedBy": ["setup", 3], '
+                '"blocks", "priority", "labels", "accept", "gate", "metadata"}]; keys or board ids in edges.',
+                required=True,
+            )
+        ],
+        _import,
     ),
     Tool(
         "task_log",
@@ -480,6 +543,33 @@ def _labels(name: str, value: Any) -> list[str]:
     return labels
 
 
+def _lease(name: str, value: Any) -> float:
+    from .state import parse_duration
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError:
+            pass
+    raise _wrong(name, 'a length of time above zero: "90s", "15m", "2h" or seconds (at most 30 days)', value)
+
+
+def _wait(name: str, value: Any) -> float | bool:
+    if value is True or value is False:
+        return value
+    if isinstance(value, (int, float)) and 0 <= value <= MAX_WAIT:
+        return float(value)
+    raise _wrong(name, f"true, false or seconds from 0 to {MAX_WAIT}", value)
+
+
+def _plan(name: str, value: Any) -> list:
+    if not isinstance(value, list):
+        raise _wrong(name, "an array of tasks", value)
+    return value
+
+
 _CONVERT: dict[str, Callable[[str, Any], Any]] = {
     "id": _task_id,
     "ids": _task_ids,
@@ -491,6 +581,9 @@ _CONVERT: dict[str, Callable[[str, Any], Any]] = {
     "limit": _limit,
     "priority": _priority,
     "labels": _labels,
+    "lease": _lease,
+    "wait": _wait,
+    "plan": _plan,
 }
 
 
@@ -499,6 +592,12 @@ _CONVERT: dict[str, Callable[[str, Any], Any]] = {
 # The core's errors whose command-line wording names a flag: said in the tools' words.
 _TOOL_WORDING: dict[str, Callable[[TaskError], str]] = {
     "held": lambda e: f"{e.message} (pass force: true to override)",
+    "taken-over": lambda e: (
+        f"{e.message} (pass force: true to override)" if "after your lease" in e.message else e.message
+    ),
+    "stuck": lambda e: (
+        f"{e.data['summary']}; put it back with task_update taskId {e.data['task']}, status pending, retry true"
+    ),
     "owner-needed": lambda e: (
         "claiming needs an owner: pass owner, or name the caller (TASKS_OWNER, or tasks --as NAME)"
     ),

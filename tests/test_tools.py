@@ -170,6 +170,76 @@ def test_notes_and_the_log_come_from_the_journal(board_dir, run):
     assert last["events"] == log["events"][-1:] and last["total"] == log["total"]
 
 
+def test_a_plan_imported_in_one_call(board_dir, run):
+    call(board_dir, "task_create", {"subject": "setup"})
+    plan = [
+        {"key": "lexer", "subject": "Lexer", "blockedBy": [1], "priority": 1},
+        {"key": "parser", "subject": "Parser", "blockedBy": ["lexer"], "labels": ["core"]},
+    ]
+    assert call(board_dir, "task_import", {"tasks": plan}).document == {"created": {"lexer": 2, "parser": 3}}
+    assert run.record(3)["blockedBy"] == [2] and run.record(2)["blockedBy"] == [1]
+    before = snapshot(board_dir)
+    with pytest.raises(UsageError, match="lexer"):
+        call(board_dir, "task_import", {"tasks": [{"key": "lexer", "subject": "A"}, {"key": "lexer", "subject": "B"}]})
+    with pytest.raises(Refused):
+        call(
+            board_dir,
+            "task_import",
+            {
+                "tasks": [
+                    {"key": "a", "subject": "A", "blockedBy": ["b"]},
+                    {"key": "b", "subject": "B", "blockedBy": ["a"]},
+                ]
+            },
+        )
+    assert snapshot(board_dir) == before
+
+
+def test_leases_failures_and_retry_through_the_tools(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    claimed = call(board_dir, "task_claim", {"lease": "15m"}, caller="agent-1")
+    assert claimed.document["owner"] == "agent-1"
+    assert [key for key, _ in claimed.events] == ["lease"] and claimed.events[0][1]["seconds"] == 900
+    renewed = call(board_dir, "task_claim", {"taskId": 1, "lease": 60}, caller="agent-1")
+    assert renewed.events[0][1]["seconds"] == 60  # claiming what you hold renews it
+    for attempt in range(3):
+        given_back = call(
+            board_dir, "task_update", {"taskId": 1, "failed": True, "note": f"try {attempt}"}, caller="agent-1"
+        )
+        assert given_back.document["status"] == "pending" and given_back.document["owner"] == ""
+        if attempt < 2:
+            call(board_dir, "task_claim", {"taskId": 1}, caller="agent-1")
+    with pytest.raises(Refused) as stuck:
+        call(board_dir, "task_claim", {"taskId": 1}, caller="agent-2")
+    assert "retry true" in tools.error_message(stuck.value)
+    call(board_dir, "task_update", {"taskId": 1, "status": "pending", "retry": True})
+    assert call(board_dir, "task_claim", {}, caller="agent-2").document["owner"] == "agent-2"
+    with pytest.raises(UsageError, match="failed gives a task back"):
+        call(board_dir, "task_update", {"taskId": 1, "failed": True, "status": "completed"}, caller="agent-2")
+
+
+def test_claim_waits_at_most_the_seconds_given(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    call(board_dir, "task_claim", caller="agent-1")
+    with pytest.raises(NotFound, match=r"waited 0\.2 s"):  # agent-1 may still give it back
+        call(board_dir, "task_claim", {"wait": 0.2}, caller="agent-2")
+    call(board_dir, "task_update", {"taskId": 1, "status": "completed"}, caller="agent-1")
+    with pytest.raises(NotFound, match="nothing is left"):  # the plan is finished: no wait at all
+        call(board_dir, "task_claim", {"wait": True}, caller="agent-2")
+
+
+def test_a_failing_gate_refuses_completion_with_exit_7(board_dir, run):
+    call(board_dir, "task_create", {"subject": "A", "gate": "exit 3", "accept": "tests pass"})
+    assert run.record(1)["metadata"] == {"accept": "tests pass", "gate": "exit 3"}
+    call(board_dir, "task_claim", caller="agent-1")
+    done = tasks_call(
+        board_dir, {"name": "task_update", "input": {"taskId": 1, "status": "completed"}}, "--as", "agent-1"
+    )
+    assert done.returncode == 7
+    assert stderr_lines(done)[-1]["error"]["code"] == "gate_failed"
+    assert run.record(1)["status"] == "in_progress"
+
+
 # -- who calls ----------------------------------------------------------------------
 
 
@@ -297,6 +367,12 @@ BAD_CALLS = [
     ("task_note", {"taskId": 9, "text": "hello"}, "no task #9"),
     ("task_log", {"taskId": 9}, "no task #9"),
     ("task_log", {"limit": -1}, "limit must be a whole number"),
+    ("task_claim", {"lease": "soon"}, "lease must be a length of time above zero"),
+    ("task_claim", {"lease": 0}, "lease must be a length of time above zero"),
+    ("task_claim", {"wait": -1}, "wait must be true, false or seconds"),
+    ("task_import", {"tasks": {}}, "tasks must be an array of tasks"),
+    ("task_import", {"tasks": [{"subject": "no key"}]}, "key"),
+    ("task_update", {"taskId": 1, "gate": 5}, "gate must be a string"),
     ("task_list", {"status": "someday"}, "status must be one or a list of"),
     ("task_claim", {"taskId": 9}, "no task #9"),
 ]
