@@ -84,8 +84,8 @@ def _run_click(args: list[str], inv: Invocation) -> int:
 
 
 def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
-    """`get ID --json`, `list --json`, `ready --json` and `create SUBJECT --json`, with
-    `--dir P` anywhere: the calls agents make in loops, run without importing click.
+    """`get ID --json`, `list --json`, `ready --json`, `create SUBJECT --json` and `call`,
+    with `--dir P` anywhere: the calls agents make in loops, run without importing click.
     Anything else, even a spelling of these that click would accept, returns None and
     goes through click, which stays the one definition of the command line."""
     from . import commands
@@ -99,23 +99,34 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
             inv.json = True
         elif token == "--dir" and rest:  # before or after the command, as click takes it
             inv.board_dir = rest.pop(0)
-        elif command is None and token in ("get", "list", "ready", "create"):
+        elif command is None and token in ("get", "list", "ready", "create", "call"):
             command = token
         elif command in ("get", "create") and not token.startswith("-"):
             operands.append(token)
         else:
             return None
-    if not inv.json or command is None or len(operands) != (command in ("get", "create")):
+    if command is None or (command != "call" and not inv.json) or len(operands) != (command in ("get", "create")):
         return None
-    if command == "create":  # the one write agents repeat: click's import is a third of its time
-        return lambda: commands.create(inv, operands[0])
     if command == "get":
         try:
             task_id = parse_id(operands[0])
         except UsageError:
             return None  # let click word the usage error
         return lambda: commands.get(inv, task_id)
-    return lambda: commands.list_tasks(inv, ready=command == "ready")
+    runs = {
+        "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
+        "call": _harness_call(inv),  # the subprocess tool loop's one command (taskboard.harness)
+    }
+    return runs.get(command, lambda: commands.list_tasks(inv, ready=command == "ready"))
+
+
+def _harness_call(inv: Invocation) -> Callable[[], int]:
+    def call() -> int:
+        from . import harness
+
+        return harness.call(inv)
+
+    return call
 
 
 def _silence_stdout() -> None:

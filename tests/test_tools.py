@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from invariants import assert_sound, snapshot
 from taskboard import tools
 from taskboard.errors import NotFound, Refused, TaskError, UsageError
 
+VOLATILE = re.compile(rb'"uid": "[0-9a-f]{12}"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ')
 CLAUDE_CODE_ARGS = {"taskId", "subject", "description", "status", "owner", "addBlockedBy", "addBlocks", "metadata"}
 
 
@@ -534,3 +536,33 @@ def test_schema_call_and_setup_never_import_the_mcp_sdk(tmp_path, board_dir, arg
     result = json.loads(report.read_text())
     assert result["exit"] == 0
     assert not [name for name in result["modules"] if name.split(".")[0] in ("mcp", "mcp_types", "pydantic", "anyio")]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"name": "task_get", "input": {"taskId": 1}},
+        {"name": "task_get", "input": {"taskId": 9}},
+        {"name": "task_create", "input": {"subject": "B", "addBlockedBy": [1]}},
+        "{oops",
+    ],
+    ids=lambda x: str(x)[:30],
+)
+def test_call_answers_alike_without_click_and_through_it(tmp_path, payload):
+    """`tasks call` runs without importing click (the fast path); any other spelling,
+    here with --timeout, goes through click: both answer alike."""
+    import shutil
+
+    from taskboard.app import fast_command
+    from taskboard.invocation import Invocation
+
+    assert fast_command(["--dir", "x", "call"], Invocation()) is not None
+    assert fast_command(["--timeout", "5", "call"], Invocation()) is None
+    answers = []
+    for flags in ((), ("--timeout", "5")):
+        board = tmp_path / "board" / ".tasks"
+        shutil.rmtree(board.parent, ignore_errors=True)
+        tasks_call(board, {"name": "task_create", "input": {"subject": "A"}})
+        done = tasks_call(board, payload, *flags)
+        answers.append((done.returncode, VOLATILE.sub(b"", done.stdout), done.stderr))
+    assert answers[0] == answers[1]
