@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 INSTALL = "pip install 'taskboard[mcp]'"
 INSTRUCTIONS = (
     "The repository's task board: one JSON file per task in .tasks/, committed with the code, "
-    "shared with other agents and people. Loop: task_claim (no taskId) takes the next ready task; "
-    "do it; task_update status completed (or pending to give it back); repeat until task_claim "
-    "answers not_found."
+    "shared with other agents and people. Loop: task_claim with wait true takes the next ready task "
+    "(not_found: the plan is finished); do it; task_update status completed (with a note), or failed "
+    "true and a note if you could not; task_note leaves word for whoever comes next."
 )
 
 
