@@ -157,6 +157,7 @@ class Board:
     def __init__(self, store: Store, caller: str = ""):
         self.store = store
         self.caller = caller
+        self.offline = False  # claims and their refs stay on this clone (taskboard.remote)
 
     def change(self) -> Change:
         """A change on this board, journaled as made by the caller (else the login name)."""
@@ -215,11 +216,7 @@ class Board:
         query = check_filters(ready, blocked, statuses, labels, priority, grep, limit)
         wanted, states = query["statuses"], query["states"]
         wanted_labels, needle = set(query["labels"]), query["grep"]
-        hidden: set[int] = set()
-        if ready or "ready" in states:  # stuck, or claimed or completed in another worktree (taskboard.claims)
-            from . import claims
-
-            hidden = claims.not_offered(self.store, [r for r in listing.records if r["status"] == "pending"])
+        hidden = self._not_offered(listing) if ready or "ready" in states else set()
         chosen = []
         for record in listing.records:
             status = record["status"]
@@ -245,6 +242,19 @@ class Board:
         if ready or (states == {"ready"} and not wanted):
             chosen = graph.in_ready_order(chosen)
         return chosen if limit is None else chosen[:limit]
+
+    def _not_offered(self, listing: Listing) -> set[int]:
+        """Pending tasks `ready` leaves out: stuck, or claimed or completed in another
+        worktree (taskboard.claims) or on another machine (taskboard.remote)."""
+        from . import claims
+
+        pending = [r for r in listing.records if r["status"] == "pending"]
+        hidden = claims.not_offered(self.store, pending)
+        if not self.offline:
+            from . import remote
+
+            hidden |= remote.held_elsewhere(self.store, pending)
+        return hidden
 
     @staticmethod
     def _in_state(record: Record, states: set[str], listing: Listing) -> bool:
@@ -322,13 +332,21 @@ class Board:
         check_note(note)
         check_owner(self.caller)
         if patch.status != "completed":
-            return self._update(task_id, patch, force, note, failed, release, retry)
+            return self._follow(self._update(task_id, patch, force, note, failed, release, retry))
         from . import gates
 
         def attempt(gate_check: Any) -> Outcome:
             return self._update(task_id, patch, force, note, failed, release, retry, gate_check)
 
-        return gates.complete(self, task_id, gate_timeout, attempt)
+        return self._follow(gates.complete(self, task_id, gate_timeout, attempt))
+
+    def _follow(self, outcome: Outcome, renewed: bool = False) -> Outcome:
+        """Claim refs on the remote follow what the change did to status and owner (taskboard.remote)."""
+        if not self.offline:
+            from . import remote
+
+            remote.follow(self, outcome, renewed)
+        return outcome
 
     def _update(
         self,
@@ -465,7 +483,7 @@ class Board:
             outcome.journaled = change.journaled
             outcome.record = change.get(task_id)
         outcome.notes[:0] = notes
-        return outcome
+        return self._follow(outcome)
 
     # -- the journal (taskboard.journal) ------------------------------------------------
 
@@ -522,6 +540,10 @@ class Board:
         (taskboard.claims); with a lease of `lease` seconds the claim ends unless renewed."""
         from . import claims
 
+        if not self.offline:  # claims through a remote win its claim ref first (taskboard.remote)
+            from . import remote
+
+            return remote.claim(self, task_id, owner, lease)
         return claims.claim(self, task_id, owner, lease)
 
     def claim_wait(
@@ -537,7 +559,7 @@ class Board:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""
         from . import claims
 
-        return claims.renew(self, task_id, lease)
+        return self._follow(claims.renew(self, task_id, lease), renewed=True)
 
     def fail(self, task_id: int, note: str) -> Outcome:
         """Record a failed attempt at task_id without changing it (a failed gate)."""

@@ -583,7 +583,7 @@ def _attempt(board: Board, task_id: int | None, owner: str, lease: float | None)
     """One claim: (its outcome, None), or (None, the refusal a waiter may outwait); a
     missing task, and any other failure, is raised."""
     try:
-        return claim(board, task_id, owner, lease), None
+        return board.claim(task_id, owner, lease), None  # through the remote when claims go there
     except NotFound:
         if task_id is not None:
             raise

@@ -287,11 +287,16 @@ def cli(ctx: click.Context, board_dir, timeout, caller, json_):
 
 
 @cli.command()
+@click.option("--remote", metavar="NAME", help="Claims go through this git remote: one winner across machines.")
 @common_options
 @pass_inv
-def init(inv: Invocation):
-    """Create the board with its .gitignore and .gitattributes."""
-    return commands.init(inv)
+def init(inv: Invocation, remote):
+    """Create the board with its .gitignore and .gitattributes, and wire git.
+
+    \b
+      tasks init --remote origin   # claims win refs/tasks/claims/<uid> on origin first
+    """
+    return commands.init(inv, remote)
 
 
 @cli.command()
@@ -424,9 +429,10 @@ def delete(inv: Invocation, task_id, force):
     metavar="[SECONDS]",
     help="When nothing is claimable yet but may become so, wait for it (at most SECONDS).",
 )
+@click.option("--offline", is_flag=True, help="Claim on this clone only, without the remote (init --remote).")
 @common_options
 @pass_inv
-def claim(inv: Invocation, task_id, owner, lease, wait):
+def claim(inv: Invocation, task_id, owner, lease, wait, offline):
     """Take a task atomically: ID, or the first ready one.
 
     Exactly one of several racing claimers wins. Exit 3 when nothing is ready
@@ -439,7 +445,7 @@ def claim(inv: Invocation, task_id, owner, lease, wait):
       tasks claim 7 --wait 60                  # wait at most a minute for #7
     """
     seconds = None if not wait else _seconds(wait)
-    return commands.claim(inv, task_id, owner, lease, wait is not None, seconds)
+    return commands.claim(inv, task_id, owner, lease, wait is not None, seconds, offline)
 
 
 @cli.command()
@@ -652,6 +658,27 @@ def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
 def check(inv: Invocation, fix):
     """Validate every file and invariant; exit 0 when sound, 6 otherwise."""
     return commands.check(inv, fix)
+
+
+@cli.command()
+@click.option(
+    "--remote", metavar="NAME", help="The remote to sync with (else the claims' remote, else the upstream's)."
+)
+@json_option
+@pass_inv
+def sync(inv: Invocation, remote):
+    """Commit the board, fetch, merge it, push; say what came in.
+
+    Only files under the board are committed (your other changes, staged or not, are
+    left alone). Retries when the remote moved meanwhile; exit 5 when it cannot be
+    reached (then the board is as it was).
+
+    \b
+      tasks sync --json   # {"new": [...], "completed": [...], "unblocked": [...], ...}
+    """
+    from . import syncing
+
+    return syncing.run(inv, remote)
 
 
 @cli.command()

@@ -44,9 +44,11 @@ def damage(inv: Invocation, listing: Listing) -> None:
         raise damage_error(listing.damaged)
 
 
-def init(inv: Invocation) -> int:
-    from .gitwire import GitError, wire
+def init(inv: Invocation, remote: str | None = None) -> int:
+    from .gitwire import GitError, find_repo, wire
 
+    if remote is not None and find_repo(inv.board.store.root) is None:
+        raise UsageError("claims through a remote need the board inside a git work tree", "no-git")
     created = inv.board.init()
     root = str(inv.board.store.root)
     try:
@@ -54,12 +56,19 @@ def init(inv: Invocation) -> int:
     except (GitError, OSError) as exc:
         wired = None
         inv.warn(f"could not wire git for merging the board: {exc}")
+    document: dict[str, Any] = {"board": root, "created": created, "git": wired}
+    if remote is not None:
+        from . import remote as remotes
+
+        document["remote"] = {"name": remote, "done": remotes.configure(inv.board.store, remote)}
     if inv.json:
-        inv.data({"board": root, "created": created, "git": wired})
+        inv.data(document)
     else:
         write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
         for line in wired or ():
             write(sys.stderr, f"git: {line}\n")
+        for line in document.get("remote", {}).get("done", ()):
+            write(sys.stderr, f"remote: {line}\n")
     return 0
 
 
@@ -150,10 +159,13 @@ def claim(
     lease: float | None = None,
     wait: bool = False,
     seconds: float | None = None,
+    offline: bool = False,
 ) -> int:
-    """Take a task; with `wait`, wait for one (at most `seconds`); `lease` else TASKS_LEASE."""
+    """Take a task; with `wait`, wait for one (at most `seconds`); `lease` else TASKS_LEASE;
+    `offline`: claim on this clone only, without winning the remote's claim ref."""
     lease = lease if lease is not None else env_lease()
     board = inv.board
+    board.offline = offline
     name = owner if owner is not None else board.caller
     if wait:
         return show_record(inv, board.claim_wait(task_id, name, lease, seconds))
@@ -378,9 +390,11 @@ def graph(
 def check(inv: Invocation, fix: bool = False) -> int:
     """Validate every file and invariant; 0 when sound (after fixing), else 6."""
     from .gitwire import check_problems
+    from .remote import check_problems as claim_ref_problems
 
     found = check_problems(inv.board.store, fix=True) if fix else []  # a merge finished first
     found += inv.board.check(fix=fix)
+    found += claim_ref_problems(inv.board, fix=fix)  # claim refs on the remote (taskboard.remote)
     found += check_problems(inv.board.store, fix=False)  # what git left or lacks
     problems = [problem_document(problem) for problem in found]
     ok = all(problem["fixed"] for problem in problems)

@@ -30,6 +30,7 @@ LAYERS = [
         "tools",
         "gitwire",
         "driver",
+        "syncing",
     },  # command bodies; tools: the board as agent tools, for every harness
     {"render"},
     {"invocation"},
@@ -52,6 +53,7 @@ LAYERS = [
         "state",
         "watch",
         "merging",
+        "remote",
     },  # the core
 ]
 CORE = LAYERS[-1]

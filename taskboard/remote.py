@@ -1,0 +1,741 @@
+"""Claims across machines: a git remote decides who holds a task (DESIGN §9).
+
+`tasks init --remote NAME` writes `.remote` into the runtime state folder (git's common
+folder: every worktree of the clone shares it): the remote's name and a random id of
+this clone. From then on `claim` first wins the claim ref `refs/tasks/claims/<uid>` on
+the remote, then writes the task. The ref points to a blob, a small JSON document
+`{"tasks-claim": 1, "uid", "task", "owner", "state", "at", "lease", "clone", "nonce"}`
+(state: claimed, released or done; `at` the epoch of the claim or of its last renewal;
+the nonce makes every document, and so every blob, unique).
+
+Every ref change is an exact compare-and-swap: `git push NAME <blob>:<ref>
+--force-with-lease=<ref>:<expected>`, the expected value named (empty: the ref must not
+exist), never a bare `--force-with-lease`, which trusts a remote-tracking ref another
+process's fetch may have moved. What this clone last saw of the remote's claim refs is
+kept in `refs/tasks/remote-claims/NAME/<uid>` (fetched by `sync`, and set by our own
+pushes), and mirrored in `.remote-claims.json` in the state folder so that `ready`
+hides tasks claimed on other machines without running git.
+
+A claim costs one round trip when what we saw is still true (the push), two when the
+remote moved (the push is refused, a fetch of the one ref says who holds it). The
+order is ref, then task file: a claimer killed in between leaves a ref naming an owner
+whose task is not written; the same owner's next claim finds the ref its own and
+writes the task, and `check --fix` makes the task follow the ref. Release, completion,
+reopening and renewal move the ref after the task file; when the remote cannot be
+reached the task file stays right and `check` (or the next `sync`) reports and moves
+the lagging ref.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import time
+
+from .errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
+from .outcome import Note, Outcome
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .board import Board
+    from .check import Problem
+    from .model import Record
+    from .store import Store
+
+CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
+MIRROR = ".remote-claims.json"  # in the runtime state folder: what the tracking refs say, by uid
+CLAIMS = "refs/tasks/claims/"
+KIND = "tasks-claim"
+STATES = ("claimed", "released", "done")
+ATTEMPTS = 4  # compare-and-swap attempts before giving up on a ref that keeps moving
+NETWORK_TIMEOUT = 60.0  # seconds a git command talking to the remote may take
+
+
+def tracking(name: str) -> str:
+    return f"refs/tasks/remote-claims/{name}/"
+
+
+def refspec(name: str) -> str:
+    """The fetch refspec that brings the remote's claim refs home."""
+    return f"+{CLAIMS}*:{tracking(name)}*"
+
+
+class Config:
+    """This clone's remote for claims, and the id its claim documents carry."""
+
+    def __init__(self, name: str, clone: str, folder: str):
+        self.name, self.clone, self.folder = name, clone, folder
+
+
+def config_of(store: Store) -> Config | None:
+    """The remote claims go through, or None (one small read; no git)."""
+    from .claims import state_of
+
+    state = state_of(store)
+    if not state.shared:
+        return None
+    try:
+        with open(os.path.join(state.folder, CONFIG), encoding="utf-8") as f:
+            found = json.load(f)
+        return Config(str(found["remote"]), str(found["clone"]), state.folder)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+# -- git ----------------------------------------------------------------------------------------
+
+
+class Git:
+    """git run in the board's work tree; a failure to start it is a usage error."""
+
+    def __init__(self, store: Store):
+        self.cwd = str(store.root if store.root.is_dir() else store.root.parent)
+
+    def run(
+        self, *args: str, input: bytes | None = None, network: bool = False, check: bool = False
+    ) -> subprocess.CompletedProcess:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+        env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=self.cwd,
+                input=input,
+                capture_output=True,
+                env=env,
+                timeout=NETWORK_TIMEOUT if network else None,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise Busy(f"git {args[0]} got no answer within {NETWORK_TIMEOUT:g} s", "remote-timeout") from None
+        except OSError as exc:
+            raise UsageError(f"cannot run git: {exc.strerror}", "no-git") from None
+        if check and done.returncode != 0:
+            raise UsageError(f"git {args[0]} failed: {err(done)}", "git-failed")
+        return done
+
+    def out(self, *args: str, input: bytes | None = None) -> str:
+        return self.run(*args, input=input, check=True).stdout.decode("utf-8", "replace").strip()
+
+
+def err(done: subprocess.CompletedProcess) -> str:
+    text = done.stderr.decode("utf-8", "replace").strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "; ".join(lines[:3]) or f"exit {done.returncode}"
+
+
+# -- claim documents ------------------------------------------------------------------------------
+
+
+def document(uid: str, task: int, owner: str, state: str, clone: str, lease: float | None = None) -> bytes:
+    doc = {
+        KIND: 1,
+        "uid": uid,
+        "task": task,
+        "owner": owner,
+        "state": state,
+        "at": round(time.time(), 3),
+        "lease": lease,
+        "clone": clone,
+        "nonce": secrets.token_hex(8),
+    }
+    return (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
+
+
+def parse(data: bytes, uid: str) -> dict:
+    """A claim document; ValueError saying what is wrong with anything else."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("it is not a JSON claim document") from None
+    if not isinstance(doc, dict) or doc.get(KIND) != 1:
+        raise ValueError("it is not a claim document of taskboard")
+    if doc.get("uid") != uid:
+        raise ValueError(f"it names uid {str(doc.get('uid'))[:40]!r}, not {uid}")
+    if doc.get("state") not in STATES or not isinstance(doc.get("owner"), str) or not isinstance(doc.get("clone"), str):
+        raise ValueError("its state, owner or clone is missing or of the wrong type")
+    if not _number(doc.get("at")) or not (doc.get("lease") is None or _number(doc["lease"])):
+        raise ValueError("its time or lease is not a number")
+    return doc
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def live(doc: dict, now: float | None = None) -> bool:
+    """A claim that holds: claimed, and its lease (if any) has not run out."""
+    if doc["state"] != "claimed":
+        return False
+    lease = doc.get("lease")
+    return lease is None or doc["at"] + lease > (time.time() if now is None else now)
+
+
+class Known:
+    """What this clone saw of one claim ref: its object (None: no ref) and document
+    (None with `garbage` set when the ref holds something else)."""
+
+    def __init__(self, uid: str, sha: str | None = None, data: bytes | None = None):
+        self.uid, self.sha = uid, sha
+        self.doc: dict | None = None
+        self.garbage = ""
+        if sha is not None and data is not None:
+            try:
+                self.doc = parse(data, uid)
+            except ValueError as exc:
+                self.garbage = str(exc)
+        elif sha is not None:
+            self.garbage = "its object cannot be read"
+
+
+def _read_objects(git: Git, names: list[str]) -> dict[str, tuple[str, bytes | None]]:
+    """name -> (object id, content when it is a blob) for the refs or objects that exist."""
+    if not names:
+        return {}
+    done = git.run("cat-file", "--batch", input="".join(f"{name}\n" for name in names).encode())
+    out, at, found = done.stdout, 0, {}
+    for name in names:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) != 3:  # "<name> missing" (or ambiguous)
+            continue
+        size = int(header[2])
+        data = out[at : at + size]
+        at += size + 1
+        found[name] = (header[0].decode(), data if header[1] == b"blob" and size <= 65536 else None)
+    return found
+
+
+def known(git: Git, config: Config, uids: list[str]) -> dict[str, Known]:
+    refs = [tracking(config.name) + uid for uid in uids]
+    found = _read_objects(git, refs)
+    return {uid: Known(uid, *found[ref]) if ref in found else Known(uid) for uid, ref in zip(uids, refs, strict=True)}
+
+
+def all_known(git: Git, config: Config) -> dict[str, Known]:
+    prefix = tracking(config.name)
+    names = git.out("for-each-ref", "--format=%(refname)", prefix).split()
+    return known(git, config, [name[len(prefix) :] for name in names])
+
+
+# -- talking to the remote ------------------------------------------------------------------------
+
+
+def unreachable(config: Config, done: subprocess.CompletedProcess) -> Busy:
+    return Busy(
+        f"the remote {config.name} cannot be reached, so no claim can be won there ({err(done)})",
+        "remote-unreachable",
+        remote=config.name,
+    )
+
+
+def fetch_one(git: Git, config: Config, uid: str) -> Known:
+    """The remote's claim ref for uid now (one round trip); the tracking ref follows it."""
+    ref, local = CLAIMS + uid, tracking(config.name) + uid
+    done = git.run("fetch", "-q", "--no-tags", "--no-write-fetch-head", config.name, f"+{ref}:{local}", network=True)
+    if done.returncode != 0:
+        if b"couldn't find remote ref" in done.stderr:
+            git.run("update-ref", "-d", local)
+            _mirror_set(config, uid, None)
+            return Known(uid)
+        raise unreachable(config, done)
+    found = known(git, config, [uid])[uid]
+    _mirror_set(config, uid, found)
+    return found
+
+
+def fetch_all(git: Git, config: Config) -> subprocess.CompletedProcess:
+    """Every claim ref of the remote (sync); stale tracking refs pruned."""
+    done = git.run("fetch", "-q", "--no-tags", "--prune", config.name, refspec(config.name), network=True)
+    if done.returncode == 0:
+        rebuild_mirror(git, config)
+    return done
+
+
+def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) -> str | None:
+    """Replace the remote's claim ref with a new document if it is still `expected` (None:
+    it must not exist). The new object id on success, None when refused; Busy when the
+    remote cannot be reached."""
+    new = git.out("hash-object", "-w", "--stdin", input=data)
+    ref = CLAIMS + uid
+    lease = f"--force-with-lease={ref}:{expected or ''}"
+    done = git.run("push", "--porcelain", "--no-verify", config.name, f"{new}:{ref}", lease, network=True)
+    flag = _push_flag(done, ref)
+    if flag is None:
+        raise unreachable(config, done)
+    if flag == "!":
+        return None
+    git.run("update-ref", tracking(config.name) + uid, new)
+    _mirror_set(config, uid, Known(uid, new, data))
+    return new
+
+
+def _push_flag(done: subprocess.CompletedProcess, ref: str) -> str | None:
+    """The status character git push --porcelain gave the ref (None: the push never got there)."""
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[1].endswith(":" + ref):
+            return parts[0][:1] or " "
+    return None
+
+
+# -- the mirror that `ready` reads ---------------------------------------------------------------
+
+
+def _mirror_path(config: Config) -> str:
+    return os.path.join(config.folder, MIRROR)
+
+
+def read_mirror(config: Config) -> dict[str, dict]:
+    try:
+        with open(_mirror_path(config), encoding="utf-8") as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _write_mirror(config: Config, mirror: dict[str, dict]) -> None:
+    path = _mirror_path(config)
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(mirror, f, sort_keys=True)
+        os.replace(temp, path)
+    except OSError:
+        pass  # only a hint for views: the refs themselves are what counts
+
+
+def _mirror_set(config: Config, uid: str, found: Known | None) -> None:
+    mirror = read_mirror(config)
+    if found is None or found.doc is None:
+        mirror.pop(uid, None)
+    else:
+        mirror[uid] = found.doc
+    _write_mirror(config, mirror)
+
+
+def rebuild_mirror(git: Git, config: Config) -> None:
+    _write_mirror(config, {uid: k.doc for uid, k in all_known(git, config).items() if k.doc is not None})
+
+
+def held_elsewhere(store: Store, records: list[Record]) -> set[int]:
+    """The ids among pending `records` that another clone claimed (a claim that holds)
+    or completed, as far as this clone has seen: `ready` leaves them out. No git run."""
+    config = config_of(store)
+    if config is None:
+        return set()
+    mirror = read_mirror(config)
+    if not mirror:
+        return set()
+    now = time.time()
+    hidden = set()
+    for record in records:
+        doc = mirror.get(record.get("uid", ""))
+        if isinstance(doc, dict) and record["status"] == "pending" and (doc.get("state") == "done" or _live(doc, now)):
+            hidden.add(record["id"])
+    return hidden
+
+
+def _live(doc: dict, now: float) -> bool:
+    try:
+        return live(doc, now)
+    except (KeyError, TypeError):
+        return False
+
+
+# -- claiming ---------------------------------------------------------------------------------------
+
+
+def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+    """Win the task's claim ref on the remote, then claim it here (taskboard.claims).
+    Without an id: the first task in ready order whose ref this owner can win."""
+    from . import claims
+
+    config = config_of(board.store)
+    if config is None:
+        return claims.claim(board, task_id, owner, lease)
+    claims._check_claimer(owner)
+    git = Git(board.store)
+    passed: set[int] = set()
+    skipped: list[Note] = []
+    while True:
+        record = _candidate(board, task_id, owner, passed, config)
+        uid = record.get("uid")
+        if not claims.is_uid(uid):
+            raise Refused(f"#{record['id']} has no uid to name its claim ref by; a check with repairs gives it one")
+        try:
+            won = _win(git, config, record, owner, lease)
+        except Refused as exc:
+            if task_id is not None or exc.reason != "claim-ref-garbage":
+                raise
+            passed.add(record["id"])  # a ref nobody can read: its task waits for a person, the rest goes on
+            skipped.append(Note("skipped-claim-ref", exc.message, task=record["id"]))
+            continue
+        if isinstance(won, dict):
+            if task_id is not None:
+                raise held_error(record["id"], won, config)
+            passed.add(record["id"])
+            continue
+        new, previous = won
+        try:
+            outcome = claims.claim(board, record["id"], owner, lease)
+        except TaskError:
+            if new != previous:  # the claim failed here: give the ref back as it was
+                _give_back(git, config, record, new, previous)
+            raise
+        outcome.notes += skipped
+        return outcome
+
+
+def held_error(task_id: int, doc: dict, config: Config) -> Refused:
+    if doc["state"] == "done":
+        return Refused(
+            f"#{task_id} was completed by {doc['owner'] or 'someone'} in another clone (through {config.name})",
+            "done-remote",
+            task=task_id,
+            holder=doc["owner"],
+        )
+    return Refused(
+        f"#{task_id} is held by {doc['owner']}, who won its claim on {config.name} from another clone",
+        "held-remote",
+        task=task_id,
+        holder=doc["owner"],
+        remote=config.name,
+    )
+
+
+def _candidate(board: Board, task_id: int | None, owner: str, passed: set[int], config: Config) -> Record:
+    """The task to try: task_id (refused as a local claim would be), or the first task in
+    ready order not passed over that the local rules offer to owner."""
+    from . import claims, graph
+
+    store = board.store
+    if not store.root.is_dir():
+        board._require_board([task_id] if task_id is not None else [])
+        raise NotFound(f"no ready task to claim for {owner}")
+    with store.reading():
+        runtime = claims.Runtime(claims.state_of(store))
+        change = board.change()
+        if task_id is not None:
+            record = change.get(task_id)
+            refusal = claims.refusal_of(change, runtime, record, owner)
+            if refusal is not None:
+                raise refusal
+            return record
+        mirror = read_mirror(config)
+        best: Record | None = None
+        fallback: Record | None = None
+        for candidate in store.task_ids():
+            if candidate in passed:
+                continue
+            try:
+                record = change.get(candidate)
+                if not claims._offered(change, runtime, record, owner):
+                    continue
+            except (Corrupt, NotFound):
+                continue
+            doc = mirror.get(record.get("uid", ""))
+            if (
+                isinstance(doc, dict)
+                and doc.get("owner") != owner
+                and (doc.get("state") == "done" or _live(doc, runtime.now))
+            ):
+                continue  # seen claimed or completed elsewhere: the push would be refused
+            if runtime.entry(record).failed_by(owner):
+                if fallback is None or graph.ready_order(record) < graph.ready_order(fallback):
+                    fallback = record
+            elif best is None or graph.ready_order(record) < graph.ready_order(best):
+                best = record
+        chosen = best or fallback
+        if chosen is None:
+            raise NotFound(f"no ready task to claim for {owner}")
+        return chosen
+
+
+def _win(git: Git, config: Config, record: Record, owner: str, lease: float | None) -> tuple[str, str | None] | dict:
+    """Make the remote's claim ref name `owner`: (the ref's new object, its object before)
+    when won, the holder's document when someone else holds it."""
+    uid = record["uid"]
+    seen = known(git, config, [uid])[uid]
+    fresh = False
+    for _attempt in range(ATTEMPTS):
+        if seen.garbage:
+            raise Refused(
+                f"the claim ref {CLAIMS}{uid} of #{record['id']} on {config.name} is not a claim ({seen.garbage}); "
+                f"nothing was changed: look at it, and remove it if it is no one's (git push {config.name} "
+                f":{CLAIMS}{uid})",
+                "claim-ref-garbage",
+                task=record["id"],
+            )
+        doc = seen.doc
+        if doc is not None and (live(doc) or doc["state"] == "done"):
+            if doc["state"] == "claimed" and doc["owner"] == owner:
+                return seen.sha or "", seen.sha  # already this owner's (a claimer stopped before writing the task)
+            if not fresh:
+                seen, fresh = fetch_one(git, config, uid), True
+                continue
+            return doc
+        data = document(uid, record["id"], owner, "claimed", config.clone, lease)
+        new = push(git, config, uid, data, seen.sha)
+        if new is not None:
+            return new, seen.sha
+        expected = seen.sha
+        seen, fresh = fetch_one(git, config, uid), True
+        if seen.sha == expected:
+            raise Refused(
+                f"the remote {config.name} refused to move the claim ref of #{record['id']}", "remote-refused"
+            )
+    raise Busy(f"the claim ref of #{record['id']} on {config.name} kept changing; try again", "claim-ref-moving")
+
+
+def _give_back(git: Git, config: Config, record: Record, ours: str, previous: str | None) -> None:
+    """After a claim failed here: the ref back to a released document (best effort)."""
+    data = document(record["uid"], record["id"], "", "released", config.clone)
+    with contextlib.suppress(TaskError):  # check reports the ref; nothing here depends on it
+        push(git, config, record["uid"], data, ours)
+
+
+# -- following changes made here ------------------------------------------------------------------
+
+
+MOVES = ("claimed", "started", "released", "completed", "deleted", "reopened", "takeover")
+
+
+def follow(board: Board, outcome: Outcome, renewed: bool = False) -> None:
+    """After a change written here: move the claim refs of the tasks whose status or
+    owner it moved (release, completion, reopening, deletion; a renewal with `renewed`)
+    so the remote agrees. A ref that cannot be moved now is named in a note."""
+    config = config_of(board.store)
+    if config is None:
+        return
+    moved = {event.task for event in outcome.events if event.what in MOVES}
+    if renewed and outcome.record is not None:
+        moved.add(outcome.record["id"])
+    records = [r for r in outcome.written if r["id"] in moved] or (
+        [outcome.record] if renewed and outcome.record is not None else []
+    )
+    records = [r for r in records if isinstance(r.get("uid"), str)]
+    if not records:
+        return
+    git = Git(board.store)
+    try:
+        seen = known(git, config, [r["uid"] for r in records])
+    except TaskError:
+        return
+    for record in records:
+        problem = _move_ref(git, config, record, seen[record["uid"]], renewed, board)
+        if problem:
+            outcome.notes.append(
+                Note(
+                    "claim-ref-behind",
+                    f"the claim ref of #{record['id']} on {config.name} was not updated ({problem}); "
+                    "a sync or a check with repairs updates it",
+                    task=record["id"],
+                    remote=config.name,
+                )
+            )
+
+
+def wanted(record: Record) -> str:
+    status = record["status"]
+    return "claimed" if status == "in_progress" else "done" if status == "completed" else "released"
+
+
+def _lease_of(board: Board, record: Record) -> tuple[float | None, float | None]:
+    """(lease seconds, when it was last renewed) of the record's claim here."""
+    from . import claims
+
+    entry = claims.Runtime(claims.state_of(board.store)).entry(record)
+    claim = entry.claim
+    if claim and claim.get("owner") == record["owner"] and claim.get("lease"):
+        return claim["lease"], claim.get("renewed") or claim.get("at")
+    return None, None
+
+
+def _agrees(doc: dict | None, record: Record, state: str) -> bool:
+    """Whether a ref's document already says what the record says."""
+    if doc is None:
+        return state == "released"
+    return doc["state"] == state and (state != "claimed" or doc["owner"] == record["owner"])
+
+
+def _move_ref(git: Git, config: Config, record: Record, seen: Known, renewed: bool, board: Board) -> str:
+    """Move one ref to what the record says; '' when done (or nothing to do), else why not."""
+    state = wanted(record)
+    for _attempt in range(ATTEMPTS):
+        if seen.garbage:
+            return f"it is not a claim: {seen.garbage}"
+        if _agrees(seen.doc, record, state) and not (renewed and state == "claimed"):
+            return ""
+        lease, at = _lease_of(board, record) if state == "claimed" else (None, None)
+        data = document(record["uid"], record["id"], record["owner"], state, config.clone, lease)
+        if at is not None:
+            moved = json.loads(data)
+            moved["at"] = round(at, 3)
+            data = (json.dumps(moved, sort_keys=True) + "\n").encode("utf-8")
+        try:
+            if push(git, config, record["uid"], data, seen.sha) is not None:
+                return ""
+            seen = fetch_one(git, config, record["uid"])
+        except Busy as exc:
+            return exc.message
+        if seen.doc is not None and live(seen.doc) and seen.doc["owner"] != record["owner"] and state != "done":
+            return f"{seen.doc['owner']} holds it there"
+    return "the ref kept changing"
+
+
+# -- configuring ------------------------------------------------------------------------------------
+
+
+def configure(store: Store, name: str) -> list[str]:
+    """`tasks init --remote NAME`: claims go through NAME from now on. Checks that NAME is
+    a remote of this clone that answers; adds the fetch refspec of claim refs."""
+    from .claims import state_of
+
+    if not name or name.startswith("-") or any(c.isspace() or c in "\\:*?[~^" for c in name):
+        raise UsageError(f"{name!r} is not a remote name", "bad-remote")
+    state = state_of(store)
+    if not state.shared:
+        raise UsageError("claims through a remote need the board inside a git work tree", "no-git")
+    git = Git(store)
+    url = git.run("remote", "get-url", name)
+    if url.returncode != 0:
+        names = git.run("remote").stdout.decode("utf-8", "replace").split()
+        known_names = f" (this clone has: {', '.join(names)})" if names else " (this clone has none)"
+        raise UsageError(f"no remote named {name!r} in this clone{known_names}", "bad-remote", remote=name)
+    config = Config(name, "", state.folder)
+    probe = git.run("ls-remote", name, CLAIMS + "*", network=True)
+    if probe.returncode != 0:
+        raise unreachable(config, probe)
+    done = []
+    specs = git.run("config", "--get-all", f"remote.{name}.fetch").stdout.decode("utf-8", "replace").split()
+    if refspec(name) not in specs:
+        git.run("config", "--add", f"remote.{name}.fetch", refspec(name), check=True)
+        done.append(f"git fetch {name} now brings its claim refs ({refspec(name)})")
+    previous = config_of(store)
+    clone = previous.clone if previous is not None else secrets.token_hex(6)
+    state._ensure_folder()
+    path = os.path.join(state.folder, CONFIG)
+    with open(f"{path}.tmp", "w", encoding="utf-8") as f:
+        json.dump({"remote": name, "clone": clone}, f)
+    os.replace(f"{path}.tmp", path)
+    config = Config(name, clone, state.folder)
+    fetched = fetch_all(git, config)
+    if fetched.returncode != 0:
+        raise unreachable(config, fetched)
+    if previous is None or previous.name != name:
+        done.append(f"claims go through {name} ({url.stdout.decode('utf-8', 'replace').strip()}) from now on")
+    return done or [f"claims already go through {name}"]
+
+
+# -- check -----------------------------------------------------------------------------------------------
+
+
+def check_problems(board: Board, fix: bool = False) -> list[Problem]:
+    """Claim refs that disagree with the board, as this clone last saw them; with `fix`,
+    what has one answer is resolved (a ref pushed, or the task made to follow its ref)."""
+    from .check import Problem
+
+    config = config_of(board.store)
+    if config is None or not board.store.root.is_dir():
+        return []
+    git = Git(board.store)
+    if fix:
+        fetched = fetch_all(git, config)
+        if fetched.returncode != 0:
+            return [Problem(None, None, "claim-ref", f"the remote {config.name} cannot be reached ({err(fetched)})")]
+    refs = all_known(git, config)
+    records, _damaged = board.store.read_all()
+    by_uid = {r["uid"]: r for r in records if isinstance(r.get("uid"), str)}
+    problems = []
+    for uid, seen in sorted(refs.items()):
+        problem = _judge(board, git, config, seen, by_uid.get(uid), fix)
+        if problem is not None:
+            problems.append(problem)
+    for record in records:
+        held = record.get("uid")
+        if record["status"] == "in_progress" and record["owner"] and isinstance(held, str) and held not in refs:
+            message = f"#{record['id']} is held by {record['owner']} here but has no claim ref on {config.name}"
+            problems.append(
+                _fixed(record, message, fix and not _move_ref(git, config, record, Known(held), False, board))
+            )
+    return problems
+
+
+def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record | None, fix: bool) -> Problem | None:
+    """What is wrong between one claim ref and its task here (None: they agree, or the task
+    is not on this board yet); with `fix`, resolved when it has one answer."""
+    from .check import Problem
+
+    where = f"{CLAIMS}{seen.uid} on {config.name}"
+    if seen.garbage:
+        return Problem(
+            None,
+            record["id"] if record else None,
+            "claim-ref",
+            f"{where} is not a claim ({seen.garbage}); nothing was changed: remove it if it is no one's",
+        )
+    if record is None or seen.doc is None:
+        return None
+    return _disagreement(board, git, config, seen, seen.doc, record, fix)
+
+
+def _disagreement(
+    board: Board, git: Git, config: Config, seen: Known, doc: dict, record: Record, fix: bool
+) -> Problem | None:
+    from . import claims
+    from .check import Problem
+
+    where = f"{CLAIMS}{seen.uid} on {config.name}"
+    ref_state, mine, status = doc["state"], doc["clone"] == config.clone, record["status"]
+
+    def push_fix(message: str) -> Problem:
+        return _fixed(record, message, fix and not _move_ref(git, config, record, seen, False, board))
+
+    if ref_state == "claimed" and live(doc) and status == "completed":
+        return push_fix(f"#{record['id']} is completed here but {where} says {doc['owner']} holds it")
+    if ref_state == "claimed" and live(doc) and mine and status == "pending":
+        if _updated(record) >= doc["at"]:
+            return push_fix(f"#{record['id']} was given back here but {where} still says {doc['owner']} holds it")
+        message = f"{where} says {doc['owner']} claimed #{record['id']}, but its task file was not written"
+        followed = False
+        if fix:  # the claimer stopped between the ref and the task file: the task follows the ref
+            try:
+                claims.claim(board, record["id"], doc["owner"], doc.get("lease"))
+                followed = True
+            except TaskError:
+                followed = False
+        return _fixed(record, message, followed)
+    if status == "in_progress" and record["owner"] and not (ref_state == "claimed" and doc["owner"] == record["owner"]):
+        if live(doc) and not mine:
+            return Problem(
+                None,
+                record["id"],
+                "claim-ref",
+                f"#{record['id']} is held by {record['owner']} here but by {doc['owner']} through {where}: "
+                "one of them must give it back",
+            )
+        return push_fix(f"#{record['id']} is held by {record['owner']} here but {where} does not say so")
+    return None
+
+
+def _fixed(record: Record, message: str, fixed: bool) -> Problem:
+    from .check import Problem
+
+    return Problem(None, record["id"], "claim-ref", message, fixed=bool(fixed), fixable=True)
+
+
+def _updated(record: Record) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(str(record.get("updatedAt", "")).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0

@@ -1,0 +1,386 @@
+"""Many machines, one git remote (DESIGN §9): a bare repository as the remote, clones
+of it as the machines, every `tasks` and `git` a real process. `tasks sync` brings the
+boards together; claims are won on the remote's claim refs, exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gitboard import git_env
+from invariants import load_board, problems
+
+TASKS = [sys.executable, "-m", "taskboard"]
+
+
+class Machine:
+    """One clone of the remote with its board in `.tasks/`."""
+
+    def __init__(self, top: Path, env: dict[str, str]):
+        self.top, self.env = top, env
+        self.board = top / ".tasks"
+
+    def tasks(self, *args: str, expect: int | None = 0, owner: str | None = None) -> subprocess.CompletedProcess:
+        env = {**self.env, **({"TASKS_OWNER": owner} if owner else {})}
+        done = subprocess.run([*TASKS, *args], cwd=self.top, env=env, capture_output=True, text=True, timeout=120)
+        if expect is not None:
+            assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
+        return done
+
+    def json(self, *args: str, **kwargs) -> dict | list:
+        return json.loads(self.tasks(*args, "--json", **kwargs).stdout)
+
+    def git(self, *args: str, expect: int | None = 0) -> subprocess.CompletedProcess:
+        done = subprocess.run(["git", *args], cwd=self.top, env=self.env, capture_output=True, text=True, timeout=120)
+        if expect is not None:
+            assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
+        return done
+
+    def records(self) -> dict[int, dict]:
+        return load_board(self.board)
+
+    def by_uid(self) -> dict[str, tuple]:
+        """The board as it must agree across machines: by uid, edges as uids."""
+        records = self.records()
+        uid = {task_id: record["uid"] for task_id, record in records.items()}
+        return {
+            record["uid"]: (
+                record["subject"],
+                record["status"],
+                record["owner"],
+                sorted(uid[i] for i in record["blockedBy"]),
+                sorted(uid[i] for i in record["blocks"]),
+            )
+            for record in records.values()
+        }
+
+
+class Fleet:
+    def __init__(self, root: Path):
+        self.root = root
+        self.env = {**os.environ, **git_env(root / "home")}
+        self.remote = root / "remote.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(self.remote)], env=self.env, check=True)
+
+    def machine(self, name: str, remote: bool = True) -> Machine:
+        top = self.root / name
+        subprocess.run(
+            ["git", "clone", "-q", str(self.remote), str(top)], env=self.env, check=True, capture_output=True
+        )
+        machine = Machine(top, self.env)
+        machine.tasks("init", *(["--remote", "origin"] if remote else []))
+        return machine
+
+    def claim_refs(self) -> dict[str, dict]:
+        """The claim refs on the remote, each as its document."""
+        git = ["git", "--git-dir", str(self.remote)]
+        lines = subprocess.run(
+            [*git, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tasks/claims/"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+        found = {}
+        for line in filter(None, lines):
+            ref, sha = line.split()
+            blob = subprocess.run([*git, "cat-file", "-p", sha], env=self.env, capture_output=True, check=True).stdout
+            found[ref.rpartition("/")[2]] = json.loads(blob)
+        return found
+
+
+@pytest.fixture
+def fleet(tmp_path) -> Fleet:
+    return Fleet(tmp_path)
+
+
+def plan(machine: Machine) -> None:
+    """#1 → #2 → #3, and #4 alone, synced to the remote."""
+    machine.tasks("create", "Lexer")
+    machine.tasks("create", "Parser", "--blocked-by", "1")
+    machine.tasks("create", "Checker", "--blocked-by", "2")
+    machine.tasks("create", "Docs")
+    machine.tasks("sync")
+
+
+def test_sync_in_turn_until_every_board_agrees(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b, c = fleet.machine("b"), fleet.machine("c")
+    c.git("config", "pull.rebase", "true")  # sync merges whatever pull does
+    assert b.by_uid() == a.by_uid() and len(b.records()) == 4
+    b.tasks("claim", "1", owner="bob")
+    b.tasks("done", "1", owner="bob")
+    b.tasks("create", "Bench", "--blocked-by", "3")
+    c.tasks("create", "Release notes", "--blocked-by", "4")
+    a.tasks("update", "4", "--priority", "1")
+    came = b.json("sync")
+    assert came["pushed"] and came["new"] == [] and came["completed"] == []
+    came = c.json("sync")
+    assert came["merged"] and came["pushed"]
+    assert came["completed"] == [1] and came["unblocked"] == [2]
+    assert [c.records()[i]["subject"] for i in came["new"]] == ["Bench"]
+    came = a.json("sync")
+    assert sorted(a.records()[i]["subject"] for i in came["new"]) == ["Bench", "Release notes"]
+    b.tasks("sync")
+    c.tasks("sync")
+    boards = [m.by_uid() for m in (a, b, c)]
+    assert boards[0] == boards[1] == boards[2] and len(boards[0]) == 6
+    for machine in (a, b, c):
+        assert problems(machine.board) == []
+        assert machine.json("check")["ok"] is True
+        assert machine.git("status", "--porcelain").stdout == ""
+    assert len(c.git("log", "--merges", "--oneline").stdout.splitlines()) >= 1  # merged, not rebased
+
+
+def test_three_clones_race_for_one_task_and_exactly_one_wins(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b, c = fleet.machine("b"), fleet.machine("c")
+    racers = {
+        name: subprocess.Popen(
+            [*TASKS, "claim", "1", "--json"],
+            cwd=machine.top,
+            env={**machine.env, "TASKS_OWNER": name},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, machine in (("amy", a), ("ben", b), ("cat", c))
+    }
+    results = {name: (p.wait(60), p.stdout.read(), p.stderr.read()) for name, p in racers.items()}
+    winners = [name for name, (code, _, _) in results.items() if code == 0]
+    assert len(winners) == 1, results
+    winner = winners[0]
+    for name, (code, _out, err) in results.items():
+        if name != winner:
+            assert code == 4, results
+            error = json.loads(err.strip().splitlines()[-1])["error"]
+            assert error["code"] == "refused" and winner in error["message"]
+    refs = fleet.claim_refs()
+    assert len(refs) == 1
+    (doc,) = refs.values()
+    assert doc["owner"] == winner and doc["state"] == "claimed" and doc["task"] == 1
+    machines = {"amy": a, "ben": b, "cat": c}
+    for name, machine in machines.items():
+        record = machine.records()[1]
+        assert (record["status"], record["owner"]) == (("in_progress", name) if name == winner else ("pending", ""))
+
+
+def test_a_clone_that_has_not_synced_cannot_take_a_task_claimed_elsewhere(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b, c = fleet.machine("b"), fleet.machine("c")
+    b.tasks("claim", "4", owner="bob")  # b does not sync: c sees #4 pending
+    assert c.records()[4]["status"] == "pending"
+    refused = c.tasks("claim", "4", owner="cat", expect=4)
+    assert "bob" in refused.stderr
+    assert c.records()[4]["status"] == "pending"
+    # claim without an id passes over it to the next ready task
+    took = c.json("claim", owner="cat")
+    assert took["id"] == 1
+    # after a sync, c's ready leaves #4 out even though b never pushed its board
+    c.tasks("sync")
+    assert c.records()[4]["status"] == "pending"
+    assert [r["id"] for r in c.json("ready")] == []
+    a.tasks("sync")
+    assert 4 not in [r["id"] for r in a.json("ready")]
+
+
+def test_an_unreachable_remote_refuses_the_claim_unless_offline(fleet, tmp_path):
+    a = fleet.machine("a")
+    plan(a)
+    before = {path.name: path.read_bytes() for path in a.board.glob("task_*.json")}
+    a.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    done = a.tasks("claim", "1", "--json", owner="amy", expect=5)
+    error = json.loads(done.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "busy" and "origin" in error["message"]
+    assert {path.name: path.read_bytes() for path in a.board.glob("task_*.json")} == before
+    assert a.tasks("claim", "--json", owner="amy", expect=5)
+    took = a.json("claim", "1", "--offline", owner="amy")
+    assert (took["status"], took["owner"]) == ("in_progress", "amy")
+    # the claim made offline has no ref: check says so, and once the remote is back --fix pushes it
+    report = a.json("check", expect=6)
+    assert any(p["rule"] == "claim-ref" and p["task"] == 1 for p in report["problems"])
+    a.git("remote", "set-url", "origin", str(fleet.remote))
+    assert a.json("check", "--fix")["ok"] is True
+    (doc,) = fleet.claim_refs().values()
+    assert (doc["owner"], doc["state"], doc["task"]) == ("amy", "claimed", 1)
+    assert a.json("check")["ok"] is True
+
+
+def test_sync_fails_cleanly_when_the_remote_is_unreachable(fleet, tmp_path):
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    b.tasks("create", "From b")
+    b.tasks("sync")
+    a.tasks("update", "4", "--priority", "0")
+    before = {path.name: path.read_bytes() for path in a.board.glob("task_*.json")}
+    a.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    a.tasks("sync", expect=5)
+    assert {path.name: path.read_bytes() for path in a.board.glob("task_*.json")} == before
+    a.git("remote", "set-url", "origin", str(fleet.remote))
+    # a remote that refuses the push (its hook says no): the merge made on the way is undone
+    hook = fleet.remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    head = a.git("rev-parse", "HEAD").stdout
+    done = a.tasks("sync", "--json", expect=4)
+    assert "refused the push" in done.stderr
+    assert {path.name: path.read_bytes() for path in a.board.glob("task_*.json")} == before
+    assert a.git("rev-parse", "HEAD").stdout == head
+    hook.unlink()
+    came = a.json("sync")
+    assert [a.records()[i]["subject"] for i in came["new"]] == ["From b"] and came["pushed"]
+
+
+def test_release_and_completion_reach_the_refs_and_the_other_boards(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    b.tasks("claim", "1", owner="bob")
+    b.tasks("release", "1", owner="bob")
+    assert [doc["state"] for doc in fleet.claim_refs().values()] == ["released"]
+    a.tasks("claim", "1", owner="amy")  # a never synced, and wins the released ref
+    a.tasks("done", "1", owner="amy")
+    (doc,) = fleet.claim_refs().values()
+    assert (doc["state"], doc["owner"]) == ("done", "amy")
+    refused = b.tasks("claim", "1", owner="bob", expect=4)  # b has not seen the completion yet
+    assert "completed" in refused.stderr and "amy" in refused.stderr
+    a.tasks("sync")
+    came = b.json("sync")
+    assert came["completed"] == [1] and came["unblocked"] == [2]
+    assert b.records()[1]["status"] == "completed"
+    assert [r["id"] for r in b.json("ready")] == [2, 4]
+
+
+def test_a_ref_for_a_task_completed_here_is_reported_and_fixed(fleet, tmp_path):
+    a = fleet.machine("a")
+    plan(a)
+    a.tasks("claim", "2", owner="amy", expect=4)  # blocked: nothing pushed
+    assert fleet.claim_refs() == {}
+    a.tasks("claim", "4", owner="amy")
+    a.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    done = a.tasks("done", "4", "--json", owner="amy")
+    assert "claim-ref-behind" in done.stderr or "was not updated" in done.stderr
+    assert a.records()[4]["status"] == "completed"
+    a.git("remote", "set-url", "origin", str(fleet.remote))
+    report = a.json("check", expect=6)
+    assert [p["task"] for p in report["problems"] if p["rule"] == "claim-ref"] == [4]
+    assert a.json("check", "--fix")["ok"] is True
+    assert [doc["state"] for doc in fleet.claim_refs().values()] == ["done"]
+
+
+def test_a_claimer_killed_between_the_ref_and_the_task_is_settled(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    # the state a claimer leaves when killed right after its push: the ref names amy,
+    # the task file is untouched (made here with the module's own push, as the claim does)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from taskboard import remote\n"
+        "from taskboard.store import Store\n"
+        "store = Store(Path('.tasks'))\n"
+        "config = remote.config_of(store)\n"
+        "uid = store.read(3 if sys.argv[1] == 'three' else 4)['uid']\n"
+        "task = 3 if sys.argv[1] == 'three' else 4\n"
+        "data = remote.document(uid, task, 'amy', 'claimed', config.clone)\n"
+        "assert remote.push(remote.Git(store), config, uid, data, None)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, "four"], cwd=a.top, env=a.env, check=True)
+    assert a.records()[4]["status"] == "pending"
+    # the same owner's next claim finds the ref its own and writes the task
+    took = a.json("claim", "4", owner="amy")
+    assert (took["status"], took["owner"]) == ("in_progress", "amy")
+    assert len(fleet.claim_refs()) == 1
+    # check --fix makes the task follow the ref
+    a.tasks("update", "1", "--status", "completed")
+    a.tasks("update", "2", "--status", "completed")
+    subprocess.run([sys.executable, "-c", script, "three"], cwd=a.top, env=a.env, check=True)
+    report = a.json("check", expect=6)
+    assert [p["task"] for p in report["problems"]] == [3]
+    assert a.json("check", "--fix")["ok"] is True
+    assert (a.records()[3]["status"], a.records()[3]["owner"]) == ("in_progress", "amy")
+    assert a.json("check")["ok"] is True
+
+
+def test_bad_remote_names_and_a_remote_that_is_not_git(fleet, tmp_path):
+    a = fleet.machine("a", remote=False)
+    plan(a)
+    done = a.tasks("init", "--remote", "nosuch", "--json", expect=2)
+    assert "nosuch" in done.stderr and "origin" in done.stderr
+    a.tasks("init", "--remote", "-x", expect=2)
+    (tmp_path / "plain").mkdir()
+    a.git("remote", "add", "plain", str(tmp_path / "plain"))
+    done = a.tasks("init", "--remote", "plain", expect=5)
+    assert "plain" in done.stderr and "Traceback" not in done.stderr
+    # nothing was configured: claims stay local and succeed
+    a.tasks("claim", "1", owner="amy")
+    assert fleet.claim_refs() == {}
+    assert "refs/tasks" not in a.git("config", "--get-all", "remote.plain.fetch", expect=None).stdout
+    a.tasks("sync", "--remote", "nosuch", expect=2)
+    a.tasks("sync", "--remote", "plain", expect=5)
+
+
+def test_garbage_claim_refs_are_named_and_left_alone(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    uid = a.records()[1]["uid"]
+    blob = a.git("hash-object", "-w", "--stdin", expect=None)  # empty input: an empty blob
+    subprocess.run(
+        ["git", "push", "-q", "origin", f"{blob.stdout.strip()}:refs/tasks/claims/{uid}"],
+        cwd=a.top,
+        env=a.env,
+        check=True,
+        input="",
+        text=True,
+    )
+    head = a.git("rev-parse", "HEAD").stdout.strip()
+    subprocess.run(["git", "push", "-q", "origin", f"{head}:refs/tasks/claims/notauid"], cwd=a.top, env=a.env)
+    done = a.tasks("claim", "1", "--json", owner="amy", expect=4)
+    error = json.loads(done.stderr.strip().splitlines()[-1])["error"]
+    assert "not a claim" in error["message"] and uid in error["message"]
+    assert a.records()[1]["status"] == "pending"
+    a.tasks("sync")
+    report = a.json("check", "--fix", expect=6)
+    flagged = [p for p in report["problems"] if p["rule"] == "claim-ref"]
+    assert flagged and not any(p["fixed"] for p in flagged)
+    ref = subprocess.run(
+        ["git", "--git-dir", str(fleet.remote), "rev-parse", f"refs/tasks/claims/{uid}"],
+        env=a.env,
+        capture_output=True,
+        text=True,
+    )
+    assert ref.stdout.strip() == blob.stdout.strip()  # nothing lost
+    took = a.json("claim", owner="amy")  # the rest of the board is still claimable
+    assert took["id"] == 4
+
+
+def test_sync_commits_only_the_board_and_leaves_the_users_work_alone(fleet):
+    a = fleet.machine("a")
+    (a.top / "notes.txt").write_text("one\n")
+    (a.top / "staged.txt").write_text("first\n")
+    a.git("add", "notes.txt", "staged.txt")
+    a.git("commit", "-q", "-m", "user files")
+    plan(a)
+    (a.top / "notes.txt").write_text("two, not committed\n")
+    (a.top / "staged.txt").write_text("second, staged\n")
+    a.git("add", "staged.txt")
+    (a.top / "untracked.txt").write_text("mine\n")
+    a.tasks("create", "More")
+    came = a.json("sync")
+    assert came["pushed"] and came["committed"]
+    shown = a.git("show", "--name-only", "--format=", "HEAD").stdout.split()
+    assert shown and all(name.startswith(".tasks/") for name in shown)
+    status = sorted(a.git("status", "--porcelain").stdout.splitlines())
+    assert status == sorted(["M  staged.txt", " M notes.txt", "?? untracked.txt"])
+    assert (a.top / "notes.txt").read_text() == "two, not committed\n"
+    a.git("checkout", "-q", "--detach")
+    done = a.tasks("sync", expect=4)
+    assert "detached" in done.stderr
