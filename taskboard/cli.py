@@ -664,7 +664,7 @@ def check(inv: Invocation, fix):
 @click.option(
     "--remote", metavar="NAME", help="The remote to sync with (else the claims' remote, else the upstream's)."
 )
-@json_option
+@common_options
 @pass_inv
 def sync(inv: Invocation, remote):
     """Commit the board, fetch, merge it, push; say what came in.

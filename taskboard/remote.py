@@ -264,8 +264,15 @@ def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) 
     remote cannot be reached."""
     new = git.out("hash-object", "-w", "--stdin", input=data)
     ref = CLAIMS + uid
-    lease = f"--force-with-lease={ref}:{expected or ''}"
-    done = git.run("push", "--porcelain", "--no-verify", config.name, f"{new}:{ref}", lease, network=True)
+    done = git.run(
+        "push",
+        "--porcelain",
+        "--no-verify",
+        config.name,
+        f"{new}:{ref}",
+        f"--force-with-lease={ref}:{expected or ''}",  # exact: the expected value named, empty = must not exist
+        network=True,
+    )
     flag = _push_flag(done, ref)
     if flag is None:
         raise unreachable(config, done)
