@@ -310,3 +310,32 @@ def test_server_and_cli_processes_together_keep_the_board_sound(board_dir):
     owners = {records[i]["owner"] for i in taken}
     assert owners <= {"server", "cli0", "cli1", "cli2", "cli3"}
     assert texts(final)[0]["total"] == total
+
+
+def test_a_waiting_claim_leaves_the_server_answering(board_dir, run):
+    """task_claim with wait runs off the event loop: while it waits, other calls are
+    answered; a CLI process giving the task back wakes it, and it takes the task."""
+    run("create", "A")
+    run("--as", "agent-cli", "claim")
+    order: list[str] = []
+
+    async def scenario():
+        async with stdio(board_dir, "--as", "agent-mcp") as client:
+            claimed: list = []
+
+            async def wait_for_claim():
+                claimed.append(await client.call_tool("task_claim", {"wait": 120}))
+                order.append("claimed")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(wait_for_claim)
+                got = await client.call_tool("task_get", {"taskId": 1})  # answered while the claim waits
+                order.append("got")
+                assert texts(got)[0]["owner"] == "agent-cli"
+                await anyio.to_thread.run_sync(lambda: run("--as", "agent-cli", "release", "1"))
+            return claimed[0]
+
+    claimed = run_async(scenario)
+    assert order == ["got", "claimed"]
+    assert not claimed.is_error and texts(claimed)[0]["owner"] == "agent-mcp"
+    assert run.record(1)["owner"] == "agent-mcp"
