@@ -299,6 +299,30 @@ def waiting_figures(root: Path, idle: float = 30.0) -> dict:
     return figures
 
 
+def journal_boards(root: Path, lines: int = 200_000) -> tuple[Path, Path]:
+    """Two boards of one task each: one with an empty journal, one whose journal already
+    holds `lines` events in the shard a `note` appends to (the caller's), and a few more."""
+    from taskboard import journal
+
+    boards = []
+    for name, count in (("journal-empty", 0), ("journal-long", lines)):
+        folder = root / name / ".tasks"
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        spawn([TASKS, "create", "noted", "--json"], environment(folder))
+        shard = folder / journal.shard_name(journal.login_name())
+        for actor in ("agent-1", "agent-2", None):
+            target = shard if actor is None else folder / journal.shard_name(actor)
+            with open(target, "a", encoding="utf-8") as out:
+                for i in range(count // 3):
+                    entry = {"at": f"2026-01-01T00:00:{i % 60:02d}.000Z", "actor": actor or "me", "task": 1}
+                    entry.update(event="note", text=f"line {i}", eid=f"{i:016x}")
+                    out.write(json.dumps(entry) + "\n")
+        boards.append(folder)
+    return boards[0], boards[1]
+
+
 def clone_board(root: Path) -> Path:
     """A small board inside a git clone: claims go to git's common folder."""
     import subprocess
@@ -590,6 +614,16 @@ def main() -> int:
             runs=hub_runs,
         )
 
+        empty_journal, long_journal = journal_boards(root)
+        r["note_empty"], r["note_long"] = bench.measure_together(
+            [
+                ("note (empty journal)", empty_journal, fixed("note", "1", "bench")),
+                ("note (200k-line journal)", long_journal, fixed("note", "1", "bench")),
+            ]
+        )
+        r["log_limit"] = bench.measure(
+            "log --limit 20 --json (200k lines)", long_journal, fixed("log", "--limit", "20", "--json")
+        )
         r.update(claim_figures(bench, big, clone_board(root)))
         waits = waiting_figures(root)
 
@@ -625,6 +659,13 @@ def main() -> int:
                 (f"merge 2 × 1 000 of 10k, {case}", f"{seconds:.1f} s", "board sound", "NOT" not in checked)
                 for case, seconds, checked in merges
             ),
+            (
+                "journal append: 200k lines ÷ empty",
+                f"{r['note_long']['median'] / r['note_empty']['median']:.2f}×",
+                "≤ 1.3×",
+                r["note_long"]["median"] / r["note_empty"]["median"] <= 1.3,
+            ),
+            ("log --limit 20, 200k lines", f"{r['log_limit']['ratio']:.2f}×", "≤ 8×", r["log_limit"]["ratio"] <= 8),
             (
                 "claim --wait idle CPU",
                 f"{waits.get('idle_cpu', 0) * 100:.3f} %",
