@@ -9,6 +9,7 @@ server may word its hints its own way and fall back on the default messages.
 from __future__ import annotations
 
 import json
+import re
 
 from .errors import Corrupt, TaskError
 from .model import CONFLICT_MARKERS, ids_text
@@ -135,7 +136,7 @@ def entry_text(entry: dict[str, Any]) -> str:
     """One journal entry as a line for people: `2026-11-29T18:03:11Z  alice  #4 completed`,
     then its particulars (a note's text, the fields edited, an edge, who was overridden).
     Entries are data from the repository: callers escape them before any markup."""
-    return f"{entry['at']}  {entry['actor']}  #{entry['task']} {' '.join(entry_words(entry))}"
+    return f"{entry['at']}  {printable(str(entry['actor']))}  #{entry['task']} {' '.join(entry_words(entry))}"
 
 
 def entry_words(entry: dict[str, Any]) -> list[str]:
@@ -153,4 +154,14 @@ def entry_words(entry: dict[str, Any]) -> list[str]:
         details.pop("by", None)
     for key, value in details.items():
         words.append(f"{key}={value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
-    return words
+    return [printable(word) for word in words]
+
+
+def printable(text: str) -> str:
+    """Journal text as it may reach a terminal: control characters but newline and tab
+    (C0, DEL, C1: an ESC or CSI would drive the terminal) shown as U+FFFD. A journal line
+    is data from the repository."""
+    return _UNPRINTABLE.sub("\ufffd", text)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -326,3 +326,30 @@ def test_check_fix_journals_its_repairs(run, board_dir):
     run("--as", "fixer", "check", "--fix")
     repaired = [e for e in load_journal(board_dir) if e["event"] == "repaired"]
     assert [(e["actor"], e["task"], e["rules"]) for e in repaired] == [("fixer", 2, ["one-sided-edge"])]
+
+
+def test_init_gives_an_older_board_the_union_merge_once(run, board_dir):
+    run("create", "one")
+    (board_dir / ".gitattributes").write_text("task_*.json text eol=lf")  # a board from before the journal
+    run("init")
+    run("init")
+    assert (board_dir / ".gitattributes").read_text() == "task_*.json text eol=lf\njournal/*.jsonl merge=union\n"
+    (board_dir / ".gitattributes").write_text("journal/*.jsonl -merge\n")  # the user's own choice stays
+    run("init")
+    assert (board_dir / ".gitattributes").read_text() == "journal/*.jsonl -merge\n"
+
+
+def test_log_for_people_never_passes_terminal_controls(run, board_dir):
+    run("create", "one")
+    shard = board_dir / "journal" / "mallory.jsonl"
+    entry = {
+        "at": "2026-01-01T00:00:00.000Z",
+        "actor": "m\x1b[2J",
+        "task": 1,
+        "event": "note",
+        "text": "a\x1b]0;x\x07b\x9b",
+    }
+    shard.write_text(json.dumps({**entry, "eid": "00"}) + "\n")
+    out = run("log").stdout
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert json.loads(run("log", "--json").stdout)[0]["text"] == "a\x1b]0;x\x07b\x9b"  # the data itself is kept
