@@ -269,14 +269,6 @@ class Board:
         missing = [name for name in (".gitignore", ".gitattributes") if not (self.store.root / name).exists()]
         with self.store.writing():
             self.store.write_git_files()
-            if ".gitattributes" not in missing:  # a board from before the journal: its shards merge by union
-                from .journal import GITATTRIBUTES_LINE, needs_union
-
-                text = (self.store.root / ".gitattributes").read_text(encoding="utf-8")
-                if needs_union(text):
-                    self.store.write_plain(
-                        ".gitattributes", text + ("" if text.endswith("\n") else "\n") + GITATTRIBUTES_LINE
-                    )
         return missing
 
     def create(

@@ -82,11 +82,6 @@ def shard_name(actor: str) -> str:
     return f"{JOURNAL_DIR}/{slug}{SUFFIX}"
 
 
-def needs_union(gitattributes: str) -> bool:
-    """Whether a board's .gitattributes says nothing yet about how journal files merge."""
-    return not any(line.split()[:1] == [f"{JOURNAL_DIR}/*{SUFFIX}"] for line in gitattributes.splitlines())
-
-
 def is_shard_name(name: str) -> bool:
     """Whether a name relative to the board is a journal shard this module would write."""
     folder, _, base = name.partition("/")

@@ -328,17 +328,6 @@ def test_check_fix_journals_its_repairs(run, board_dir):
     assert [(e["actor"], e["task"], e["rules"]) for e in repaired] == [("fixer", 2, ["one-sided-edge"])]
 
 
-def test_init_gives_an_older_board_the_union_merge_once(run, board_dir):
-    run("create", "one")
-    (board_dir / ".gitattributes").write_text("task_*.json text eol=lf")  # a board from before the journal
-    run("init")
-    run("init")
-    assert (board_dir / ".gitattributes").read_text() == "task_*.json text eol=lf\njournal/*.jsonl merge=union\n"
-    (board_dir / ".gitattributes").write_text("journal/*.jsonl -merge\n")  # the user's own choice stays
-    run("init")
-    assert (board_dir / ".gitattributes").read_text() == "journal/*.jsonl -merge\n"
-
-
 def test_log_for_people_never_passes_terminal_controls(run, board_dir):
     run("create", "one")
     shard = board_dir / "journal" / "mallory.jsonl"
