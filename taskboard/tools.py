@@ -212,6 +212,7 @@ def _log(board: Board, args: dict[str, Any]) -> Reply:
 
 def _claim(board: Board, args: dict[str, Any]) -> Reply:
     owner = args.get("owner") or board.caller
+    board.offline = args.get("offline", False)  # with init --remote: claim on this clone only
     lease = args.get("lease", _env_lease())
     wait = args.get("wait", False)
     if wait is False:
@@ -321,6 +322,7 @@ TOOLS = [
             Arg("owner", "text", "Who takes it (default: the caller the server runs as)."),
             Arg("lease", "lease", 'The claim ends unless renewed within this time: "90s", "15m", "2h" or seconds.'),
             Arg("wait", "wait", "Nothing claimable yet: wait up to this many seconds (true: until the plan is done)."),
+            Arg("offline", "bool", "Claims go through a git remote (init --remote): claim on this clone only."),
         ],
         _claim,
     ),
@@ -608,6 +610,7 @@ _TOOL_WORDING: dict[str, Callable[[TaskError], str]] = {
     "delete-with-edges": lambda e: "status deleted removes every edge of the task; leave out the edge arguments",
     "ready-and-blocked": lambda e: "ready and blocked exclude each other; ask for one",
     "busy": lambda e: f"{e.message}; try again",
+    "remote-unreachable": lambda e: f"{e.message}; pass offline: true to claim on this clone only",
 }
 
 

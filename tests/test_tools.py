@@ -566,3 +566,24 @@ def test_call_answers_alike_without_click_and_through_it(tmp_path, payload):
         done = tasks_call(board, payload, *flags)
         answers.append((done.returncode, VOLATILE.sub(b"", done.stdout), done.stderr))
     assert answers[0] == answers[1]
+
+
+def test_an_unreachable_claim_remote_is_busy_unless_offline(tmp_path):
+    """With claims through a git remote that cannot be reached, task_claim is refused
+    as busy (5), naming offline; with offline: true it claims on this clone."""
+    repo, remote = tmp_path / "repo", tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", str(remote)], check=True)
+    init = subprocess.run(
+        [sys.executable, "-m", "taskboard", "init", "--remote", "origin"], cwd=repo, capture_output=True
+    )
+    assert init.returncode == 0, init.stderr
+    board = repo / ".tasks"
+    call(board, "task_create", {"subject": "A"})
+    remote.rename(tmp_path / "gone.git")  # the remote can no longer be reached
+    with pytest.raises(TaskError) as busy:
+        call(board, "task_claim", caller="agent-1")
+    assert busy.value.exit_code == 5 and "offline: true" in tools.error_message(busy.value)
+    taken = call(board, "task_claim", {"offline": True}, caller="agent-1").document
+    assert (taken["id"], taken["owner"]) == (1, "agent-1")
