@@ -504,15 +504,20 @@ def bench_merge(root: Path) -> list[tuple[str, float, str]]:
             git(repo, "add", "-A")
             git(repo, "commit", "-qm", f"work on {side}")
         git(repo, "checkout", "-q", "a" if "merge" in case else "b")
-        start = time.perf_counter()
+        import resource
+
+        start, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         git(repo, *(["merge", "--no-edit", "b"] if "merge" in case else ["rebase", "a"]))
         seconds = time.perf_counter() - start
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu_seconds = used.ru_utime - cpu.ru_utime + used.ru_stime - cpu.ru_stime  # git, drivers, hook
         check = subprocess.run(
             [TASKS, "--dir", str(board), "check", "--json"], env=env, capture_output=True, text=True, check=False
         )
         files = len(list(board.glob("task_*.json")))
         sound = check.returncode == 0 and files == 10_040
-        results.append((case, seconds, f"{files} task files, check {'clean' if sound else 'NOT CLEAN'}"))
+        checked = f"{files} task files, check {'clean' if sound else 'NOT CLEAN'}, {cpu_seconds:.1f} s of CPU"
+        results.append((case, seconds, checked))
         print(f"  merge 2 × 1 000 changed of 10k, {case:<24} {seconds:6.1f} s  ({results[-1][2]})", flush=True)
     return results
 

@@ -389,13 +389,13 @@ def graph(
 
 def check(inv: Invocation, fix: bool = False) -> int:
     """Validate every file and invariant; 0 when sound (after fixing), else 6."""
-    from .gitwire import check_problems
+    from .gitwire import check_problems, finish_for_check
     from .remote import check_problems as claim_ref_problems
 
-    found = check_problems(inv.board.store, fix=True) if fix else []  # a merge finished first
+    found = finish_for_check(inv.board.store) if fix else []  # a merge finished first
     found += inv.board.check(fix=fix)
     found += claim_ref_problems(inv.board, fix=fix)  # claim refs on the remote (taskboard.remote)
-    found += check_problems(inv.board.store, fix=False)  # what git left or lacks
+    found += check_problems(inv.board.store, fix=fix)  # what git left or lacks
     problems = [problem_document(problem) for problem in found]
     ok = all(problem["fixed"] for problem in problems)
     if inv.json:

@@ -231,3 +231,42 @@ def test_three_clones_pull_and_push_in_turn_and_lose_nothing(tmp_path, pull):
     for clone in clones:
         assert clone.tasks.json("check")["ok"] is True
     assert sum("became #" in text for text in heard) >= 4  # ids collided, and tasks were renumbered
+
+
+# -- one Python start per merge, not one per file ---------------------------------------------------
+
+
+def test_the_first_driver_run_answers_for_every_file_and_the_rest_need_no_python(tmp_path):
+    clone = new_clone(tmp_path / "repo")
+    for number in range(1, 6):
+        clone.tasks("create", f"task {number}")
+    clone.commit("base")
+    for branch, flag, text in (("a", "-d", "described on a"), ("b", "--subject", "renamed on b")):
+        clone.git("checkout", "-q", "-b", branch, "main")
+        for number in range(1, 6):
+            clone.tasks("update", str(number), flag, f"{text} {number}")
+        clone.commit(branch)
+    (clone.top / ".git" / "hooks" / "post-merge").unlink()  # keep what the merge left, to look at it
+    clone.git("merge", "--no-edit", "a")
+    cache = clone.top / ".git" / "tasks-merge-cache"
+    answers = sorted(path for path in cache.iterdir() if not path.name.startswith("."))
+    assert len(answers) == 5  # every file both sides changed, answered by the first run
+    for number in range(1, 6):
+        merged = (clone.board / f"task_{number}.json").read_bytes()
+        record = json.loads(merged)
+        assert record["subject"] == f"renamed on b {number}" and record["description"] == f"described on a {number}"
+        assert merged in [path.read_bytes() for path in answers]
+    # the shell words in front of the driver answer from the cache alone: with no Python at all
+    driver = clone.git("config", "merge.tasks.driver").stdout.strip()
+    without_python = driver.rpartition("||")[0] + "|| exit 9"
+    base, ours, theirs = (tmp_path / name for name in ("O", "A", "B"))
+    for side, commit in ((base, "main"), (ours, "HEAD^1"), (theirs, "HEAD^2")):
+        side.write_bytes(clone.git("show", f"{commit}:.tasks/task_3.json").stdout.encode())
+    command = without_python.replace("%O", str(base)).replace("%A", str(ours)).replace("%B", str(theirs))
+    assert clone.git("-c", f"alias.x=!{command}", "x").returncode == 0
+    assert ours.read_bytes() == (clone.board / "task_3.json").read_bytes()
+    ours.write_bytes(b"{}")  # bytes it never saw: no answer, so the driver itself would be asked
+    assert clone.git("-c", f"alias.x=!{command}", "x", expect=9).returncode == 9
+    # finishing the merge clears the cache (check still says the post-merge hook is missing)
+    clone.tasks("check", "--fix", expect=6)
+    assert not cache.exists() and not (clone.top / ".git" / "tasks-merge.json").exists()
