@@ -318,3 +318,28 @@ def test_a_merge_pushed_before_it_was_finished_is_finished_elsewhere(tmp_path):
     fixed = other.tasks.json("check", "--fix")
     assert fixed["ok"] is True
     _expect_both_create(judge(other))
+
+
+def test_agents_in_two_worktrees_merge_their_branches(tmp_path):
+    repo = new_clone(tmp_path / "repo")
+    repo.tasks("create", "plan")
+    repo.commit("plan")
+    worktrees = []
+    for name in ("w1", "w2"):
+        repo.git("worktree", "add", "-q", "-b", name, str(tmp_path / name))
+        worktree = Clone(tmp_path / name)
+        worktree.tasks("create", f"from {name}", "--blocked-by", "1")
+        worktree.commit(f"work in {name}")
+        worktrees.append(worktree)
+    w1, _w2 = worktrees
+    (repo.top / ".git" / "hooks" / "post-merge").rename(tmp_path / "post-merge")  # see what the driver leaves
+    w1.git("merge", "--no-edit", "w2")
+    own = repo.top / ".git" / "worktrees" / "w1" / "tasks-merge.json"
+    assert own.exists() and not (repo.top / ".git" / "tasks-merge.json").exists()  # the worktree's own folder
+    (tmp_path / "post-merge").rename(repo.top / ".git" / "hooks" / "post-merge")
+    w1.git("reset", "-q", "--hard", "HEAD^")
+    done = w1.git("merge", "--no-edit", "w2")  # the hooks are the clone's, shared by its worktrees
+    assert "commit them" in done.stderr and not own.exists()
+    tasks = subjects(by_uid(judge(w1)))
+    assert tasks["from w1"]["blockedBy"] == ["plan"] and tasks["from w2"]["blockedBy"] == ["plan"]
+    assert sorted(r["id"] for r in w1.records().values()) == [1, 2, 3]
