@@ -90,11 +90,16 @@ def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     claims in other worktrees); nothing when it cannot be read: it never fails a view."""
     from .claims import facts
     from .errors import TaskError
+    from .gates import is_gate_failure
 
     try:
-        return facts(inv.board.store, records)
+        found = facts(inv.board.store, records)
     except (TaskError, OSError):
         return {}
+    for fact in found.values():  # a failed gate is trouble, not just a failed attempt
+        if is_gate_failure(str(fact.get("last_failure") or "")):
+            fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
+    return found
 
 
 def get(inv: Invocation, task_id: int) -> int:
@@ -107,10 +112,16 @@ def get(inv: Invocation, task_id: int) -> int:
         from . import render
 
         assert outcome.record is not None
-        # the task's last events: one more than shown, to know whether there are more
-        history = inv.board.log(task_id, render.EVENTS_SHOWN + 1)
+        from .views import gate_fact
+
+        # the task's recent events: the last few are shown, the last gate run is found among them
+        history = inv.board.log(task_id, 50)
         facts = runtime_facts(inv, [outcome.record])
-        facts.setdefault(task_id, {})["events"] = history.journaled
+        fact = facts.setdefault(task_id, {})
+        fact["events"] = history.journaled
+        gate = gate_fact(history.journaled)
+        if gate is not None:
+            fact["gate"] = gate
         render.show_task(outcome.record, outcome.neighbours, plain=inv.plain(), facts=facts)
         inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command

@@ -201,6 +201,11 @@ def _record_failure(board: Board, task_id: int, result: GateResult) -> None:
         change.commit(outcome.events)
 
 
+def is_gate_failure(note: str) -> bool:
+    """Whether a failed attempt's note is one a gate's failure wrote (see _headline)."""
+    return note.startswith(("gate failed with exit status ", "gate timed out after ", "gate killed by signal "))
+
+
 def _headline(result: GateResult) -> str:
     if result.timed_out:
         return f"gate timed out after {result.seconds:.0f} s"

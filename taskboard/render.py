@@ -713,6 +713,8 @@ def _card_troubles(notes: Notes) -> list[str]:
             words.append(f"stuck: failed {times(max(notes.attempts, STUCK_AFTER))}")
         elif trouble == "gate failed" and notes.gate is not None and isinstance(notes.gate.get("exit"), int):
             words.append(f"gate failed (exit {notes.gate['exit']})")
+        elif trouble == "gate failed" and notes.gate is not None and notes.gate.get("headline"):
+            words.append(str(notes.gate["headline"]))
         else:
             words.append(trouble)
     return words
@@ -1213,8 +1215,12 @@ def _events(events: list[Mapping[str, Any]], now: float) -> Table:
     grid.add_column(overflow="fold")
     for event in events:
         at = epoch(event.get("at"))
-        entry = {"event": "?", **event}
+        # a gate's result in two words (its command and output are in the gate row above)
+        entry = {"event": "?", **{key: value for key, value in event.items() if value != "" and key != "gate"}}
         words = entry_words(entry)
+        gate = event.get("gate")
+        if isinstance(gate, Mapping):
+            words.append(_gate_words(gate))
         failed = entry["event"] in ("failed", "gate-failed") or entry.get("ok") is False
         grid.add_row(
             f"{span(now - at)} ago" if at is not None else str(event.get("at", "?")),
@@ -1223,6 +1229,14 @@ def _events(events: list[Mapping[str, Any]], now: float) -> Table:
             Text(" ".join(words[1:])),
         )
     return grid
+
+
+def _gate_words(gate: Mapping[str, Any]) -> str:
+    if gate.get("overridden"):
+        return "gate not run"
+    if gate.get("timedOut"):
+        return "gate timed out"
+    return "gate passed" if gate.get("exit") == 0 else f"gate exit {gate.get('exit')}"
 
 
 def _status_cell(record: Record, key: str, notes: Notes) -> Text:

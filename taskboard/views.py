@@ -236,11 +236,39 @@ class Notes:
         if gate is None:
             return None
         code = gate.get("exit")
-        text = "passed" if gate.get("ok") else "failed" + (f" (exit {code})" if isinstance(code, int) else "")
         if gate.get("forced"):
-            text += ", completed anyway (forced)"
+            text = "not run: completed anyway (forced)"
+        elif gate.get("ok"):
+            text = "passed"
+        elif gate.get("timed_out"):
+            text = "timed out"
+        elif gate.get("headline"):
+            text = str(gate["headline"])
+        else:
+            text = "failed" + (f" (exit {code})" if isinstance(code, int) else "")
         at = epoch(gate.get("at"))
         return text + (f" {span(now - at)} ago" if at is not None else "")
+
+
+def gate_fact(events: Iterable[Mapping[str, Any]]) -> dict | None:
+    """The last run of a task's gate as a view shows it, from the task's journal events
+    (oldest first): how it ended, when, and the tail of its output; None if it never ran."""
+    for event in reversed(list(events)):
+        gate = event.get("gate")
+        if not isinstance(gate, Mapping):
+            continue
+        if gate.get("overridden"):
+            return {"ok": False, "forced": True, "at": event.get("at")}
+        code = gate.get("exit")
+        timed_out = bool(gate.get("timedOut"))
+        return {
+            "ok": code == 0 and not timed_out,
+            "exit": code,
+            "timed_out": timed_out,
+            "at": event.get("at"),
+            "tail": str(gate.get("output") or ""),
+        }
+    return None
 
 
 def cyclic_ids(edges: Iterable[tuple[int, int]]) -> set[int]:

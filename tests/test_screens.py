@@ -576,3 +576,23 @@ def test_watch_reads_again_when_only_the_runtime_state_changed(tmp_path):
 
     render.watch_board(board, plain=True, out=out, sleep=nap, facts=facts, signature=lambda: version[0])
     assert reads == [0, 2]  # at the start, and after the state changed; not on the quiet naps
+
+
+def test_views_show_a_failed_gate_as_trouble_and_its_last_run_in_get(tmp_path):
+    run = Run(tmp_path / ".tasks")
+    run("create", "Ship it", "--gate", "echo compiling; echo 2 tests failed >&2; exit 3", "--accept", "tests pass")
+    run("create", "Docs", "--gate", "true")
+    run("create", "Hotfix", "--gate", "exit 1")
+    run("done", "1", expect=7)
+    run("done", "2")
+    run("done", "3", "--force")
+    shown = unframed(run("get", "1").stdout)
+    assert "! gate failed (exit 3)" in shown and "accept tests pass" in shown
+    assert re.search(r"last run: failed \(exit 3\) \d+ s ago compiling 2 tests failed", shown)
+    assert re.search(r"failed note=gate failed with exit status 3 .*gate exit 3", shown)
+    assert "last run: passed" in unframed(run("get", "2").stdout)
+    forced = unframed(run("get", "3").stdout)
+    assert "last run: not run: completed anyway (forced)" in forced and "!" not in forced
+    assert run("list").stderr.strip().endswith("· 1 gate failed")
+    board = run("board", env={"COLUMNS": "60"}).stdout
+    assert "  ! gate failed with exit status 3\n  failed 1 time" in board
