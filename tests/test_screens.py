@@ -547,13 +547,13 @@ def test_views_show_leases_and_stuck_tasks_from_the_runtime_state(tmp_path):
     state["claim"]["renewed"] -= 20 * 60  # the lease ran out five minutes ago
     entry.write_text(json.dumps(state))
     shown = unframed(run("get", "1").stdout)
-    assert "! lease expired 5 min ago" in shown and "lease held by agent-c, lease expired 5 min ago" in shown
+    assert re.search(r"! lease expired [56] min ago .* lease held by agent-c, lease expired [56] min ago", shown)
     shown = unframed(run("get", "2").stdout)
     assert "! stuck: failed 3 times" in shown and "last failure CI hangs (3)" in shown
     listed = run("list")
     assert listed.stderr.strip() == "3 tasks · 2 ready · 1 in progress · 0 blocked · 0 done · 1 lease expired · 1 stuck"
     board = run("board", env={"COLUMNS": "60"}).stdout  # stacked: each card's lines whole
-    assert "! lease expired 5 min ago" in board and "! stuck: failed 3 times" in board
+    assert re.search(r"! lease expired [56] min ago", board) and "! stuck: failed 3 times" in board
     assert "[>] #1 ! Port the parser" in run("graph").stdout
 
 
