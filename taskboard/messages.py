@@ -153,7 +153,12 @@ def entry_words(entry: dict[str, Any]) -> list[str]:
         words.append(f"over {details.pop('holder')}")
         details.pop("by", None)
     for key, value in details.items():
-        words.append(f"{key}={value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+        shown = value
+        if key == "lease" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            from .state import duration_text
+
+            shown = duration_text(value)  # as it was asked for: 15m, not 900.0
+        words.append(f"{key}={shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)}")
     return [printable(word) for word in words]
 
 

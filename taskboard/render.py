@@ -536,7 +536,11 @@ class TaskTable:
             return Text(_ids(ids) if len(ids) <= 3 else f"{_ids(ids[:3])} +{len(ids) - 3}", style="dim")
 
         columns = {
-            "id": _Column("id", [Text(f"#{r['id']}", style=STATE_STYLES[key]) for r, key, *_ in rows], right=True),
+            "id": _Column(
+                "id",
+                [Text(f"#{r['id']}", style=TROUBLE if n.troubles else STATE_STYLES[key]) for r, key, n, *_ in rows],
+                right=True,
+            ),
             "status": _Column("status", [self.status(r, key, notes) for r, key, notes, *_ in rows]),
             "priority": _Column("pri", [priority(notes) for _, _, notes, *_ in rows]),
             "subject": _Column("subject", [Text(r["subject"], style=SUBJECT_STYLES[key]) for r, key, *_ in rows]),
@@ -754,6 +758,7 @@ class BoardView:
         self.every = every
         self.changed = set(changed)
         self._cards: dict[str, list[Text]] | None = None
+        self.troubled: dict[str, list[bool]] = {}  # per column, per card: in trouble?
 
     def cards(self) -> dict[str, list[Text]]:
         if self._cards is None:
@@ -770,6 +775,7 @@ class BoardView:
                 for column in found.values():
                     column.sort(key=lambda r: r["id"] not in self.changed)
             self._cards = {}
+            self.troubled = {name: [bool(context.notes(r).troubles) for r in found[name]] for name in found}
             for name, key in views.COLUMNS:
                 self._cards[name] = [
                     _card(
@@ -813,7 +819,8 @@ class BoardView:
 
     def fit(self, console: Console, options: ConsoleOptions, room: int) -> None:
         """Cap the columns so that the board takes at most `room` lines: cards are handed
-        out one per column in turn, the columns to act on first, while they fit."""
+        out one per column in turn, a card in trouble first, then the columns to act on,
+        while they fit."""
         cards = self.cards()
         width = options.max_width
         stacked = width < NARROW
@@ -851,10 +858,15 @@ class BoardView:
         if not self.every:
             limits["Done"] = min(limits["Done"], DONE_FEW)
         caps = dict.fromkeys(cards, 0)
+
+        def turn(name: str) -> tuple[bool, int]:  # a card in trouble goes before all others
+            troubled = caps[name] < limits[name] and self.troubled[name][caps[name]]
+            return (not troubled, self.ORDER.index(name))
+
         growing = True
         while growing:
             growing = False
-            for name in self.ORDER:
+            for name in sorted(self.ORDER, key=turn):
                 if caps[name] < limits[name]:
                     caps[name] += 1
                     if total(caps) <= room:
@@ -1205,13 +1217,12 @@ def _value(value: Any) -> str:
 
 
 def _events(events: list[Mapping[str, Any]], now: float) -> Table:
-    """`4 min ago  agent-c  claimed  lease=15m`: when, who, what, then the rest, aligned."""
+    """`4 min ago  agent-c claimed lease=15m`: when, then who and what, wrapped between
+    words so that a narrow panel keeps them readable."""
     from .messages import entry_words
 
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True, style="dim")
-    grid.add_column(no_wrap=True, style=OWNER_STYLE, max_width=20)
-    grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for event in events:
         at = epoch(event.get("at"))
@@ -1221,13 +1232,14 @@ def _events(events: list[Mapping[str, Any]], now: float) -> Table:
         gate = event.get("gate")
         if isinstance(gate, Mapping):
             words.append(_gate_words(gate))
-        failed = entry["event"] in ("failed", "gate-failed") or entry.get("ok") is False
-        grid.add_row(
-            f"{span(now - at)} ago" if at is not None else str(event.get("at", "?")),
-            Text(str(event.get("actor", "?")), overflow="ellipsis"),
-            Text(words[0].rstrip(":"), style=TROUBLE if failed else "bold"),
-            Text(" ".join(words[1:])),
-        )
+        failed = entry["event"] == "failed" or (isinstance(gate, Mapping) and gate.get("exit") not in (0, None))
+        what = Text()
+        what.append(str(event.get("actor", "?")), style=OWNER_STYLE)
+        what.append(" ")
+        what.append(words[0].rstrip(":"), style=TROUBLE if failed else "bold")
+        if words[1:]:
+            what.append(" " + " ".join(words[1:]))
+        grid.add_row(f"{span(now - at)} ago" if at is not None else str(event.get("at", "?")), what)
     return grid
 
 

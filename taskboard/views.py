@@ -160,15 +160,10 @@ def epoch(value: Any) -> float | None:
 
 
 def span(seconds: float) -> str:
-    """A duration as a person says it: `40 s`, `4 min`, `3 h`, `2 d`."""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{int(seconds)} s"
-    if seconds < 90 * 60:
-        return f"{round(seconds / 60)} min"
-    if seconds < 36 * 3600:
-        return f"{round(seconds / 3600)} h"
-    return f"{round(seconds / 86400)} d"
+    """A length of time as every view words it: `45 s`, `4 min`, `2 h 5 min`, `3 days`."""
+    from .state import format_duration
+
+    return format_duration(seconds)
 
 
 def times(count: int) -> str:

