@@ -544,7 +544,7 @@ def test_views_show_leases_and_stuck_tasks_from_the_runtime_state(tmp_path):
         run("release", "2", "--failed", "--note", f"CI hangs ({attempt})", "--as", f"bot-{attempt}")
     entry = next(path for path in (root / ".state").iterdir() if '"task": 1' in path.read_text())
     state = json.loads(entry.read_text())
-    state["claim"]["renewed"] -= 20 * 60  # the lease ran out five minutes ago
+    state["claim"]["renewed"] -= 20 * 60 + 30  # the 15-minute lease ran out five and a half minutes ago
     entry.write_text(json.dumps(state))
     shown = unframed(run("get", "1").stdout)
     assert re.search(r"! lease expired [56] min ago .* lease held by agent-c, lease expired [56] min ago", shown)
