@@ -498,6 +498,10 @@ class Board:
             outcome = Outcome(self._existing(task_id))
             outcome.events.append(Event(task_id, "note", text=text))
             change = self.change()
+            if self.caller:  # a note by the holder renews its lease (taskboard.claims)
+                from . import claims
+
+                claims.before_commit(self, change, task_id, outcome, force=True)
             change.commit(outcome.events)
             outcome.journaled = change.journaled
         outcome.notes[:0] = notes

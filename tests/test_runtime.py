@@ -180,6 +180,9 @@ def test_any_change_the_holder_makes_renews(run, three):
     run("--as", "ann", "update", "1", "--meta", "progress=half")
     assert entry_of(three, 1)["claim"]["renewed"] == pytest.approx(time.time(), abs=30)
     age_lease(three, 1, 50)
+    run("--as", "ann", "note", "1", "halfway")  # a note changes no task file, but it is the holder at work
+    assert entry_of(three, 1)["claim"]["renewed"] == pytest.approx(time.time(), abs=30)
+    age_lease(three, 1, 50)
     run("--as", "bob", "update", "1", "--meta", "seen=yes", "--force")  # someone else's change is no renewal
     assert entry_of(three, 1)["claim"]["renewed"] < time.time() - 40
 
