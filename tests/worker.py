@@ -74,6 +74,12 @@ def serve() -> None:
 
     import filelock  # noqa: F401
 
+    # what a change imports on first use: a child spends its time in changes, not imports,
+    # so a kill at a random instant lands inside one as often as the changes fill the time
+    import taskboard.cli
+    import taskboard.gates
+    import taskboard.journal  # noqa: F401
+
     for line in sys.stdin:
         request = json.loads(line)
         if "reap" in request:
