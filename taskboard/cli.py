@@ -697,7 +697,7 @@ def note(inv: Invocation, task_id, text):
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="[ID]", required=False)
-@click.option("--limit", type=click.IntRange(min=0), help="Only the last N events.")
+@click.option("--limit", type=LIMIT, help="Only the last N events.")
 @common_options
 @pass_inv
 def log(inv: Invocation, task_id, limit):

@@ -210,6 +210,7 @@ CASES = [
     (["--as", "bob", "done", "5"], None, 4, "held by amy", None),
     (["--as", "bob", "release", "5", "--failed"], None, 4, "held by amy", None),
     (["prime", "--limit", "0"], None, 2, "limit must be a whole number of at least 1", None),
+    (["log", "--limit", "0"], None, 2, "limit must be a whole number of at least 1", None),
     (["prime", "--limit", "many"], None, 2, "limit must be a whole number of at least 1", None),
     (["prime", "7"], None, 2, "unexpected extra argument", None),
     # -- ownership, tightened (issue 9) -----------------------------------------------------------------
