@@ -5,8 +5,8 @@ importing click.
 Imports run one way: app → cli (click) → commands → invocation, messages → the core
 (board, check, store, graph, model, views, outcome, errors); render (rich) is
 imported by commands only when a person is reading. Start-up is the product's
-latency: `get`, `list`, `ready` and `create SUBJECT` with --json never import click
-or rich, and the reads never import filelock.
+latency: `get`, `list` and `ready` (with --json, or plain text when piped) and
+`create SUBJECT --json` never import click or rich, and the reads never import filelock.
 """
 
 from __future__ import annotations
@@ -84,15 +84,44 @@ def _run_click(args: list[str], inv: Invocation) -> int:
 
 
 def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
-    """`get ID --json`, `list --json`, `ready --json`, `create SUBJECT --json` and `call`,
-    with `--dir P` anywhere: the calls agents make in loops, run without importing click.
+    """The calls agents and scripts make in loops, run without importing click:
+    `get ID`, `list [--status S]... [--limit N]`, `ready [--limit N]` (each with --json,
+    or plain for a pipe), `create SUBJECT --json` and `call`, with `--dir P` anywhere.
     Anything else, even a spelling of these that click would accept, returns None and
     goes through click, which stays the one definition of the command line."""
     from . import commands
     from .errors import UsageError
     from .model import parse_id
 
+    parsed = _fast_parse(args, inv)
+    if parsed is None:
+        return None
+    command, operands, statuses, limit = parsed
+    if command == "get":
+        try:
+            task_id = parse_id(operands[0])
+        except UsageError:
+            return None  # let click word the usage error
+        return lambda: commands.get(inv, task_id)
+    if command in ("list", "ready"):  # --json or plain text: neither needs click (nor rich when piped)
+        return lambda: commands.list_tasks(inv, statuses, ready=command == "ready", limit=limit)
+    if command == "create" and not inv.json:
+        return None
+    runs = {
+        "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
+        "call": _harness_call(inv),  # the subprocess tool loop's one command (taskboard.harness)
+    }
+    return runs[command]
+
+
+def _fast_parse(args: list[str], inv: Invocation) -> tuple[str, list[str], list[str], int | None] | None:
+    """(command, operands, statuses, limit) of a command line the fast path takes, else None."""
+    from .errors import UsageError
+    from .model import STATUSES, parse_limit
+
     rest, command, operands = list(args), None, []
+    statuses: list[str] = []
+    limit: int | None = None
     while rest:
         token = rest.pop(0)
         if token == "--json":
@@ -103,21 +132,18 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
             command = token
         elif command in ("get", "create") and not token.startswith("-"):
             operands.append(token)
+        elif token == "--status" and command == "list" and rest and rest[0] in STATUSES:
+            statuses.append(rest.pop(0))
+        elif token == "--limit" and command in ("list", "ready") and rest and limit is None:
+            try:
+                limit = parse_limit(rest.pop(0))
+            except UsageError:
+                return None  # let click word the usage error
         else:
             return None
-    if command is None or (command != "call" and not inv.json) or len(operands) != (command in ("get", "create")):
+    if command is None or len(operands) != (command in ("get", "create")):
         return None
-    if command == "get":
-        try:
-            task_id = parse_id(operands[0])
-        except UsageError:
-            return None  # let click word the usage error
-        return lambda: commands.get(inv, task_id)
-    runs = {
-        "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
-        "call": _harness_call(inv),  # the subprocess tool loop's one command (taskboard.harness)
-    }
-    return runs.get(command, lambda: commands.list_tasks(inv, ready=command == "ready"))
+    return command, operands, statuses, limit
 
 
 def _harness_call(inv: Invocation) -> Callable[[], int]:

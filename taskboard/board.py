@@ -14,6 +14,7 @@ import re
 
 from . import graph
 from .errors import Corrupt, NotFound, Refused, UsageError
+from .index import snapshot
 from .model import (
     FIELD,
     META_FIELDS,
@@ -30,7 +31,6 @@ from .model import (
     encode,
     file_name,
     fill_defaults,
-    id_from_file_name,
     ids_text,
     labels_of,
     new_record,
@@ -47,18 +47,72 @@ if TYPE_CHECKING:
     from typing import Any
 
     from .check import Problem
+    from .index import Snapshot
 
 
 class Listing:
-    """Every readable record, the damage met on the way, and a lookup over both
-    (an unreadable blocker counts as open: nothing is called ready on a guess);
+    """The board as one command reads it, from the cache beside it (taskboard.index):
+    every readable task's status, the open records in full, the closed ones when the
+    command asked for history, the damage met on the way, and a lookup for the graph
+    rules (an unreadable blocker counts as open: nothing is called ready on a guess);
     `notes`: what reading it first recovered."""
 
-    def __init__(self, records: list[Record], damaged: list[Corrupt], lookup: Any, notes: list[Note] | None = None):
-        self.records = records
-        self.damaged = damaged
-        self.lookup = lookup
+    def __init__(self, shot: Snapshot, notes: list[Note] | None = None):
+        self.shot = shot
+        self.damaged = [shot.damaged[task_id] for task_id in sorted(shot.damaged)]
+        self.lookup = shot.lookup
         self.notes = notes or []
+        self._records: list[Record] | None = None
+
+    @property
+    def records(self) -> list[Record]:
+        """Every readable record in id order (of a listing read with history)."""
+        if self._records is None:
+            self._records = [self.shot.record(task_id) for task_id, _ in self.shot.statuses()]
+        return self._records
+
+    @property
+    def open_records(self) -> list[Record]:
+        """The pending and in-progress records in id order (of any listing)."""
+        return [self.shot.open[task_id] for task_id in sorted(self.shot.open)]
+
+    def record(self, task_id: int) -> Record:
+        return self.shot.record(task_id)
+
+    def json_array(self, task_ids: list[int]) -> str:
+        """These records as one JSON array, exactly as `json.dumps(records, ensure_ascii=False)`
+        writes it, from the JSON text the cache keeps (no record decoded or encoded)."""
+        return self.shot.json_array(task_ids)
+
+    def tally(self) -> dict[str, int]:
+        """How many tasks are in each state (as taskboard.views.counts gives over every
+        record), counted without reading the closed records."""
+        from .views import STATES, state
+
+        found = dict.fromkeys(STATES, 0)
+        for record in self.shot.open.values():
+            found[state(record, self.lookup)] += 1
+        found["completed"] = self.shot.count("completed")
+        found["deleted"] = self.shot.count("deleted")
+        found["tasks"] = sum(found[key] for key in STATES if key != "deleted")
+        return found
+
+    def troubles(self, facts: dict[int, dict] | None = None, now: float | None = None) -> dict[str, int]:
+        """What is in trouble (`in a cycle`, and with the runtime facts `stuck`, `lease
+        expired`, `gate failed`), counted among the open tasks: the only ones a trouble
+        can be news about, and all a listing without history holds in full."""
+        import time
+        from collections import Counter
+
+        from .views import Notes, cyclic_ids
+
+        opened = self.open_records
+        cyclic = cyclic_ids(graph.edges(opened))
+        now = time.time() if now is None else now
+        found: Counter = Counter()
+        for record in opened:
+            found.update(Notes(record, (facts or {}).get(record["id"]), now, record["id"] in cyclic).troubles)
+        return dict(found)
 
 
 class Change:
@@ -180,20 +234,13 @@ class Board:
         outcome.notes = notes
         return outcome
 
-    def listing(self) -> Listing:
+    def listing(self, history: bool = True) -> Listing:
+        """The board as its files say it is now, through the cache beside it
+        (taskboard.index). Without `history` only the open records come in full:
+        what costs the open work, not the years of finished work."""
         with self.store.reading() as notes:
-            records, damaged = self.store.read_all()
-        by_id = {record["id"]: record for record in records}
-        unknown = {"status": "in_progress"}  # an unreadable blocker may still be open
-        damaged_ids = {id_from_file_name(exc.file) for exc in damaged}
-
-        def lookup(task_id: int) -> Record | None:
-            found = by_id.get(task_id)
-            if found is None and task_id in damaged_ids:
-                return unknown
-            return found
-
-        return Listing(records, damaged, lookup, notes)
+            shot = snapshot(self.store, history=history)
+        return Listing(shot, notes)
 
     def select(
         self,
@@ -208,47 +255,64 @@ class Board:
         grep: str | None = None,
         limit: int | None = None,
     ) -> list[Record]:
-        """The records that pass every filter: `statuses` (any of them; `ready` and
+        """The records that pass every filter (see select_ids), at most `limit` of them."""
+        chosen = self.select_ids(listing, statuses, owner, ready, blocked, include_deleted, labels, priority, grep)
+        return [listing.record(task_id) for task_id in (chosen if limit is None else chosen[:limit])]
+
+    def select_ids(
+        self,
+        listing: Listing,
+        statuses: Iterable[str] = (),
+        owner: str | None = None,
+        ready: bool = False,
+        blocked: bool = False,
+        include_deleted: bool = False,
+        labels: Iterable[str] = (),
+        priority: int | None = None,
+        grep: str | None = None,
+    ) -> list[int]:
+        """The ids of the tasks that pass every filter: `statuses` (any of them; `ready` and
         `blocked` name the two states of an open task), `owner`, `ready`/`blocked`, every
         one of `labels`, `priority` (exact; unset counts as 2), `grep` (subject or
         description, case-insensitive). In id order, or in ready order when only ready
-        tasks can pass; at most `limit` of them."""
-        query = check_filters(ready, blocked, statuses, labels, priority, grep, limit)
+        tasks can pass. Filters that only open tasks can pass look at the open ones alone
+        (the listing may then be one without history)."""
+        query = check_filters(ready, blocked, statuses, labels, priority, grep)
         wanted, states = query["statuses"], query["states"]
         wanted_labels, needle = set(query["labels"]), query["grep"]
+        shot = listing.shot
         hidden = self._not_offered(listing) if ready or "ready" in states else set()
+        if open_only(query, ready, blocked):
+            candidates = [(task_id, shot.open[task_id]["status"]) for task_id in sorted(shot.open)]
+        else:
+            candidates = list(shot.statuses())
+        by_field = owner is not None or wanted_labels or priority is not None or needle is not None
         chosen = []
-        for record in listing.records:
-            status = record["status"]
+        for task_id, status in candidates:
             if status == "deleted" and not (include_deleted or "deleted" in wanted):
                 continue
+            record = shot.open.get(task_id)
             if (wanted or states) and status not in wanted and not self._in_state(record, states, listing):
                 continue
-            if owner is not None and record["owner"] != owner:
+            if (ready or "ready" in states) and task_id in hidden:
                 continue
-            if (ready or "ready" in states) and record["id"] in hidden:
+            if (ready and not self._in_state(record, {"ready"}, listing)) or (
+                blocked and not self._in_state(record, {"blocked"}, listing)
+            ):
                 continue
-            if ready and not graph.is_ready(record, listing.lookup):
+            if by_field and not _fields_pass(record or listing.record(task_id), owner, wanted_labels, priority, needle):
                 continue
-            if blocked and not graph.is_blocked(record, listing.lookup):
-                continue
-            if wanted_labels and not wanted_labels.issubset(labels_of(record)):
-                continue
-            if priority is not None and priority_of(record) != priority:
-                continue
-            if needle is not None and needle not in f"{record['subject']}\n{record['description']}".casefold():
-                continue
-            chosen.append(record)
+            chosen.append(task_id)
         if ready or (states == {"ready"} and not wanted):
-            chosen = graph.in_ready_order(chosen)
-        return chosen if limit is None else chosen[:limit]
+            chosen.sort(key=lambda task_id: graph.ready_order(shot.open[task_id]))
+        return chosen
 
     def _not_offered(self, listing: Listing) -> set[int]:
         """Pending tasks `ready` leaves out: stuck, or claimed or completed in another
         worktree (taskboard.claims) or on another machine (taskboard.remote)."""
         from . import claims
 
-        pending = [r for r in listing.records if r["status"] == "pending"]
+        pending = [r for r in listing.open_records if r["status"] == "pending"]
         hidden = claims.not_offered(self.store, pending)
         if not self.offline:
             from . import remote
@@ -257,9 +321,11 @@ class Board:
         return hidden
 
     @staticmethod
-    def _in_state(record: Record, states: set[str], listing: Listing) -> bool:
-        return ("ready" in states and graph.is_ready(record, listing.lookup)) or (
-            "blocked" in states and graph.is_blocked(record, listing.lookup)
+    def _in_state(record: Record | None, states: set[str], listing: Listing) -> bool:
+        """Whether an open record is in one of these states (a closed one, None, is in none)."""
+        return record is not None and (
+            ("ready" in states and graph.is_ready(record, listing.lookup))
+            or ("blocked" in states and graph.is_blocked(record, listing.lookup))
         )
 
     # -- changes ---------------------------------------------------------------
@@ -709,6 +775,31 @@ def check_grep(text: str) -> str:
     except UnicodeEncodeError:
         raise UsageError("the text to search for is not valid UTF-8 text", "grep") from None
     return text
+
+
+def _fields_pass(record: Record, owner: str | None, labels: set[str], priority: int | None, needle: str | None) -> bool:
+    """Whether a record passes the filters on its fields (select_ids)."""
+    return (
+        (owner is None or record["owner"] == owner)
+        and (not labels or labels.issubset(labels_of(record)))
+        and (priority is None or priority_of(record) == priority)
+        and (needle is None or needle in f"{record['subject']}\n{record['description']}".casefold())
+    )
+
+
+def open_only(query: dict[str, Any], ready: bool, blocked: bool) -> bool:
+    """Whether only open tasks can pass these filters (check_filters' `query`): then a
+    listing without history answers them."""
+    wanted, states = query["statuses"], query["states"]
+    return ready or blocked or bool((wanted or states) and wanted <= OPEN)
+
+
+def page(items: list, limit: int | None, last: bool = False) -> tuple[list, int]:
+    """At most `limit` of `items` (the first ones, or with `last` the last ones), and how
+    many there were in all: what `--limit N` shows of `list`, `ready` and `log`."""
+    if limit is None or limit >= len(items):
+        return items, len(items)
+    return (items[len(items) - limit :] if last else items[:limit]), len(items)
 
 
 def meta_fields(fields: dict[str, Any]) -> dict[str, Any]:

@@ -249,19 +249,28 @@ def stuck_error(task_id: int, entry: Entry) -> Refused:
 def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str, outcome: Outcome) -> Record:
     """The first task in ready order (graph.ready_order: priority, then id) that `owner`
     may claim: pending and ready, or held by someone whose lease ran out. A task the
-    owner failed itself comes only when nothing else does; a stuck one never."""
+    owner failed itself comes only when nothing else does; a stuck one never. The cache
+    (taskboard.index, checked against the files under this lock) names the candidates
+    without reading history; the one taken is confirmed from its own file and its
+    blockers' files. A damaged file in the way is skipped with a note."""
     from .errors import Corrupt
+    from .index import snapshot
 
-    best: Record | None = None
+    shot = snapshot(store)
+    view = _Cached(shot)
     fallback: Record | None = None
-    for candidate in store.task_ids():
-        if best is not None and graph.ready_order(best) <= (0, candidate):
-            break  # ids ascend: nothing later can come before the best one found
+    candidates: list[Any] = [shot.damaged[task_id] for task_id in sorted(shot.damaged)]
+    candidates += sorted(shot.open.values(), key=graph.ready_order)
+    for known in candidates:
         try:
-            record = change.get(candidate)
+            if isinstance(known, Corrupt):
+                raise known  # readiness unknown, so not taken
+            if not _offered(view, runtime, known, owner):  # type: ignore[arg-type]
+                continue
+            record = change.get(known["id"])  # never trust the cache for a change
             if not _offered(change, runtime, record, owner):
                 continue
-        except Corrupt as exc:  # its file or a blocker's: readiness unknown, so not taken; go on
+        except Corrupt as exc:  # its file or a blocker's: go on
             if all(note.data.get("problem") != exc.message for note in outcome.notes):
                 outcome.notes.append(
                     Note(
@@ -276,15 +285,25 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
             continue
         except NotFound:
             continue
-        if runtime.entry(record).failed_by(owner):
-            if fallback is None or graph.ready_order(record) < graph.ready_order(fallback):
-                fallback = record
-        elif best is None or graph.ready_order(record) < graph.ready_order(best):
-            best = record
-    chosen = best or fallback
-    if chosen is None:
+        if not runtime.entry(record).failed_by(owner):
+            return record
+        fallback = fallback or record
+    if fallback is None:
         raise NotFound(f"no ready task to claim for {owner}")
-    return chosen
+    return fallback
+
+
+class _Cached:
+    """What refusal_of needs of a Change (a lookup of blockers), answered by a snapshot:
+    an unreadable blocker raises its damage as reading its file would."""
+
+    def __init__(self, shot: Any):
+        self.shot = shot
+
+    def lookup(self, task_id: int) -> Record | None:
+        if task_id in self.shot.damaged:
+            raise self.shot.damaged[task_id]
+        return self.shot.open.get(task_id)
 
 
 def _offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
@@ -600,10 +619,10 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
     someone else, held by the owner itself, completed in another worktree, or waits on
     a task that cannot finish without the owner or a person (stuck, held by the owner,
     completed only elsewhere, unreadable, or on a cycle)."""
-    listing = board.listing()
+    listing = board.listing(history=False)  # only open tasks can come, and only open blockers hold them
     state = state_of(board.store)
     runtime = Runtime(state)
-    records = {record["id"]: record for record in listing.records}
+    records = {record["id"]: record for record in listing.open_records}
     finishing: dict[int, bool] = {}
 
     def can_finish(blocker_id: int, path: frozenset) -> bool:
@@ -638,10 +657,7 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
         path = frozenset({record["id"]})
         return all(can_finish(b, path) for b in graph.open_blockers(record, listing.lookup))
 
-    if task_id is not None:
-        chosen = [records[task_id]] if task_id in records else []
-    else:
-        chosen = [record for record in listing.records if record["status"] in OPEN]
+    chosen = listing.open_records if task_id is None else [records[task_id]] if task_id in records else []
     hope = any(could_come(record) for record in chosen)
     expiries = [
         expires

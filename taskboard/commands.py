@@ -109,8 +109,6 @@ def get(inv: Invocation, task_id: int) -> int:
         inv.data(outcome.record)
     else:
         outcome = inv.board.get(task_id, neighbours=True)
-        from . import render
-
         assert outcome.record is not None
         from .views import gate_fact
 
@@ -122,7 +120,14 @@ def get(inv: Invocation, task_id: int) -> int:
         gate = gate_fact(history.journaled)
         if gate is not None:
             fact["gate"] = gate
-        render.show_task(outcome.record, outcome.neighbours, plain=inv.plain(), facts=facts)
+        if inv.plain():  # as light as --json: the plain view needs no rich
+            from .plain import task_text
+
+            inv.show(task_text(outcome.record, outcome.neighbours, facts, width=inv.width()))
+        else:
+            from . import render
+
+            render.show_task(outcome.record, outcome.neighbours, plain=False, facts=facts)
         inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command
     return 0
@@ -291,21 +296,37 @@ def list_tasks(
     ready: bool = False,
     blocked: bool = False,
     include_deleted: bool = False,
+    limit: int | None = None,
     **filters: Any,
 ) -> int:
-    """`list` and `ready`: every readable task that matches, then the damage, if any.
-    `filters`: labels, priority, grep, limit (taskboard.board.Board.select)."""
-    from .board import check_filters
+    """`list` and `ready`: every readable task that matches (at most `limit`, the total
+    then on stderr), then the damage, if any. `filters`: labels, priority, grep
+    (taskboard.board.Board.select_ids). Open work is read without the history under
+    --json and in plain text; the rich views show the whole board, so they read all of it."""
+    from .board import check_filters, open_only, page
 
-    check_filters(ready, blocked, statuses, **filters)  # a usage error comes before any wait for the board
-    listing = inv.board.listing()
-    chosen = inv.board.select(listing, statuses, owner, ready, blocked, include_deleted, **filters)
+    query = check_filters(ready, blocked, statuses, limit=limit, **filters)  # usage errors before the board
+    person = not inv.json and not inv.plain()
+    listing = inv.board.listing(history=person or not open_only(query, ready, blocked))
+    everything = inv.board.select_ids(listing, statuses, owner, ready, blocked, include_deleted, **filters)
+    chosen, total = page(everything, limit)
     if inv.json:
-        inv.data(chosen)
+        write(sys.stdout, listing.json_array(chosen) + "\n")  # what inv.data(records) would print
+    elif not person:
+        from .views import summary_of, task_line
+
+        records = [listing.record(task_id) for task_id in chosen]
+        write(sys.stdout, "".join(task_line(record) + "\n" for record in records))
+        with_deleted = any(record["status"] == "deleted" for record in records)
+        troubles = listing.troubles(runtime_facts(inv, listing.open_records))
+        write(sys.stderr, summary_of(listing.tally(), len(records), with_deleted, troubles) + "\n")
     else:
         from . import render
 
-        render.show_list(chosen, listing, plain=inv.plain(), facts=runtime_facts(inv, listing.records))
+        records = [listing.record(task_id) for task_id in chosen]
+        render.show_list(records, listing, plain=False, facts=runtime_facts(inv, listing.records))
+    if limit is not None and inv.json:
+        inv.event("total", total, f"{total} in all")
     damage(inv, listing)
     return 0
 

@@ -79,6 +79,25 @@ class Invocation:
     def plain(self) -> bool:
         return plain_output()
 
+    def width(self) -> int:
+        """Columns for plain text: COLUMNS, else the terminal's, else 80 (as rich decides)."""
+        columns = os.environ.get("COLUMNS", "")
+        if columns.isdigit() and int(columns) > 0:
+            return int(columns)
+        try:
+            return os.get_terminal_size(sys.stdout.fileno()).columns or 80
+        except (OSError, ValueError, AttributeError):
+            return 80
+
+    def show(self, text: str) -> None:
+        """Text for a person on stdout, in the terminal's encoding: what it cannot show becomes `?`."""
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        if hasattr(sys.stdout, "buffer"):
+            sys.stdout.buffer.write(text.encode(encoding, "replace"))
+        else:
+            sys.stdout.write(text)
+        sys.stdout.flush()
+
 
 def plain_output() -> bool:
     """Plain text when piped, under NO_COLOR, or on a dumb terminal; FORCE_COLOR asks

@@ -52,6 +52,8 @@ from .graph import open_blockers, ready_order
 from .invocation import write as _write
 from .model import DEFAULT_PRIORITY, MARKERS, Record
 from .model import ids_text as _ids
+from .plain import EVENTS_SHOWN
+from .plain import task_text as plain_text_of_task
 from .views import STATE_LABELS, STUCK_AFTER, Notes, cyclic_ids, epoch, span, state, task_line, times
 
 # -- the colour language ----------------------------------------------------------------
@@ -76,7 +78,6 @@ SVG_WIDTH = 100  # pictures written when stdout is no terminal (make pictures) g
 CARD_SUBJECT = 120  # a kanban card shows at most this many characters of the subject
 NARROW = 64  # below this many columns the board stacks its columns and the list drops columns
 DONE_FEW = 5  # the board shows this many of the most recently finished tasks (`--all`: every one)
-EVENTS_SHOWN = 5  # `get` shows this many of the task's last journal events
 
 Facts = Mapping[int, Mapping[str, Any]]
 NO_FACTS: Facts = {}
@@ -1314,6 +1315,9 @@ def task_view(
     status, the rest of the metadata, identity and times, the description, then the
     task's last journal events."""
 
+    if plain:  # the plain view is taskboard.plain's text: what a piped `get` prints, without rich
+        return _Folded(lambda width: plain_text_of_task(record, neighbours, facts, now, width))
+
     def lookup(task_id: int) -> Record | None:
         # Only the task's neighbours were read. Any other id (a neighbour's own blocker)
         # or an unreadable neighbour counts as open: nothing is called ready on a guess,
@@ -1376,6 +1380,16 @@ def task_view(
         box=box.ROUNDED,
         expand=False,
     )
+
+
+class _Folded:
+    """Plain text laid out by a function of the width it is given."""
+
+    def __init__(self, text_of: Callable[[int], str]):
+        self.text_of = text_of
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(self.text_of(options.max_width).rstrip("\n"), no_wrap=True, overflow="ignore")
 
 
 def show_task(

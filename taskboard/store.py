@@ -28,7 +28,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import Busy, Corrupt, NotFound, UsageError
-from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names, ids_text
+from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names, ids_text, max_id_of
 from .outcome import Note
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -43,7 +43,8 @@ SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
 JOURNAL_FOLDER = "journal"  # taskboard.journal's shards: appended to within a change
 DEFAULT_TIMEOUT = 10.0
-GITIGNORE = "# taskboard: the lock and scratch files are never committed\n.lock\n.scratch/\n.state/\n"
+CACHE_NAME = ".cache"  # taskboard.index: derived from the task files
+GITIGNORE = "# taskboard: the lock, scratch files, runtime state and cache are never committed\n.lock\n.scratch/\n.state/\n.cache/\n"
 GITATTRIBUTES = "task_*.json text eol=lf merge=tasks\njournal/*.jsonl merge=union\n"  # merge=tasks: gitwire's driver
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -162,7 +163,7 @@ class Store:
 
     def last_id(self) -> int:
         """The highest id on the board, deleted tasks included (0 on an empty board)."""
-        return max(self._unordered_ids(), default=0)
+        return max_id_of(self.names())
 
     def _unordered_ids(self) -> list[int]:
         return ids_from_file_names(self.names())
@@ -177,8 +178,8 @@ class Store:
             raise UsageError(f"the board path {self.root} is not a folder") from None
 
     def is_own(self, name: str) -> bool:
-        """Whether a name in the board folder is the store's own (the lock, the scratch folder)."""
-        return name in (LOCK_NAME, SCRATCH_NAME)
+        """Whether a name in the board folder is the store's own (the lock, the scratch folder, the cache)."""
+        return name in (LOCK_NAME, SCRATCH_NAME, CACHE_NAME)
 
     def read(self, task_id: int) -> Record:
         name = file_name(task_id)

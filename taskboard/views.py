@@ -83,7 +83,17 @@ def summary(
     the four states partition the live tasks, so the parts add up to the total. When
     the view lists deleted tasks too (`list --all`), they count in the total, so the
     parts still add up and `(N shown)` compares like with like."""
-    tally = counts(records, lookup)
+    return summary_of(counts(records, lookup), shown, with_deleted)
+
+
+def summary_of(
+    tally: Mapping[str, int],
+    shown: int | None = None,
+    with_deleted: bool = False,
+    troubles: Mapping[str, int] | None = None,
+) -> str:
+    """The summary line from the counts (`counts`, or a listing's own tally); what is in
+    trouble (`2 stuck`) counted after the states, as the plain views print it."""
     total = tally["tasks"] + (tally["deleted"] if with_deleted else 0)
     text = (
         f"{total} tasks · {tally['ready']} ready · {tally['in_progress']} in progress · "
@@ -91,6 +101,7 @@ def summary(
     )
     if tally["deleted"]:
         text += f" · {tally['deleted']} deleted"
+    text += "".join(f" · {count} {word}" for word, count in sorted((troubles or {}).items()) if count)
     if shown is not None and shown != total:
         text += f" ({shown} shown)"
     return text

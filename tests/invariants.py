@@ -203,7 +203,7 @@ def hub_board(folder: Path, dependents: int = 40) -> None:
 
 
 def snapshot(folder: Path) -> dict[str, bytes | str]:
-    """Every path under the board folder (the lock file aside) with its bytes or link target."""
+    """Every path under the board folder (the lock file and the cache aside) with its bytes or link target."""
     if not os.path.lexists(folder):
         return {}
     if not folder.is_dir():
@@ -213,8 +213,8 @@ def snapshot(folder: Path) -> dict[str, bytes | str]:
         for name in dirnames + filenames:
             path = Path(dirpath) / name
             rel = str(path.relative_to(folder))
-            if rel == ".lock":
-                continue
+            if rel in {".lock", ".cache"} or rel.startswith(".cache/"):
+                continue  # the lock file and the cache are derived, never the board's content
             if path.is_symlink():
                 found[rel] = "-> " + os.readlink(path)
             elif path.is_dir():

@@ -148,7 +148,38 @@ def test_the_hottest_reads_never_import_click(tmp_path, small_board, args):
 
 @pytest.mark.parametrize(
     "args",
-    [("get", "2"), ("list", "--ready", "--json"), ("get", "x", "--json"), ("create", "x", "-d", "y", "--json")],
+    [
+        ("get", "2"),
+        ("list",),
+        ("ready",),
+        ("list", "--status", "pending", "--limit", "1"),
+        ("ready", "--limit", "1"),
+        ("list", "--json", "--status", "pending", "--status", "in_progress", "--limit", "1"),
+        ("ready", "--json", "--limit", "1"),
+    ],
+    ids=" ".join,
+)
+def test_piped_reads_import_neither_click_nor_rich(tmp_path, small_board, args):
+    """Plain output is as light as --json: piped, `get`, `list` and `ready` print their
+    lines without click or rich (the probe's stdout is a pipe)."""
+    result = footprint(tmp_path, small_board, *args)
+    assert result["exit"] == 0, result["stderr"]
+    assert result["stdout"].strip()
+    loaded = [name for name in result["modules"] if name.split(".")[0] in ("click", "rich")]
+    assert not loaded, (args, loaded)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list", "--ready", "--json"),
+        ("get", "x", "--json"),
+        ("create", "x", "-d", "y", "--json"),
+        ("list", "--owner", "bob"),
+        ("ready", "--limit", "0"),
+        ("list", "--status", "done"),
+        ("create", "x"),
+    ],
     ids=" ".join,
 )
 def test_anything_else_goes_through_click(tmp_path, small_board, args):
@@ -269,7 +300,7 @@ def test_get_reads_one_file(tmp_path, board_dir, large_board):
 
 
 def test_ids_from_many_names_agree_with_one_name_at_a_time():
-    from taskboard.model import id_from_file_name, ids_from_file_names
+    from taskboard.model import id_from_file_name, ids_from_file_names, max_id_of
 
     odd = [
         "task_0.json",
@@ -285,10 +316,20 @@ def test_ids_from_many_names_agree_with_one_name_at_a_time():
         ".lock",
         ".scratch",
     ]
-    for names in ([], ["task_1.json"], odd, [*odd, "x\ntask_5.json"], [*odd, "task_9.json\n"], ["\n"]):
-        assert sorted(ids_from_file_names(names)) == sorted(
-            task_id for task_id in map(id_from_file_name, names) if task_id is not None
-        ), names
+    longer = ["task_100.json", "task_99.json", "task_0100.json", ".task_1000.json", "task_1000.json.swp", "x" * 40]
+    for names in (
+        [],
+        ["task_1.json"],
+        odd,
+        [*odd, "x\ntask_5.json"],
+        [*odd, "task_9.json\n"],
+        ["\n"],
+        longer,
+        [*odd, *longer],
+    ):
+        one_by_one = [task_id for task_id in map(id_from_file_name, names) if task_id is not None]
+        assert sorted(ids_from_file_names(names)) == sorted(one_by_one), names
+        assert max_id_of(names) == max(one_by_one, default=0), names
 
 
 @pytest.mark.parametrize(

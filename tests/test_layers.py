@@ -32,7 +32,7 @@ LAYERS = [
         "driver",
         "syncing",
     },  # command bodies; tools: the board as agent tools, for every harness
-    {"render"},
+    {"render", "plain"},  # views for people: rich, and the plain text that needs none
     {"invocation"},
     {"messages"},
     {
@@ -54,6 +54,7 @@ LAYERS = [
         "watch",
         "merging",
         "remote",
+        "index",
     },  # the core
 ]
 CORE = LAYERS[-1]

@@ -1,0 +1,597 @@
+"""A cache beside the board, in `<board>/.cache/` (ignored by git): what reading every
+task file would give, so that reading open work costs what the open work costs and
+not what years of completed history cost. The files stay the truth:
+
+- Every use checks it against the files. The floor of that check is one `lstat` of
+  every task file (an edit in place changes nothing else). When the board folder
+  itself is unchanged (no file added, removed or renamed) the names come from the
+  cache and that loop is the whole check; otherwise the folder is listed too.
+- An entry is the file's inode and ctime when it was read. Any write, truncate,
+  rename, link or chmod sets the ctime of the file it touches to the current time, so
+  a file whose (inode, ctime) is unchanged holds the bytes that were read, with one
+  exception: two changes within one tick of the file system's clock share a ctime.
+  So an entry is kept only for a file whose ctime was already older than RACY_NS when
+  the check began (git's "racily clean" rule); a newer file is read again on every use
+  until it has aged. The folder's own key follows the same rule. What this rests on:
+  a clock that does not jump back, on a local file system.
+- It is never the source of truth for a change: writers read the files under the
+  board lock. Deleting it loses nothing; a damaged one (checksum, shape) is rebuilt
+  silently; it is written whole to a temporary file and renamed into place, so a
+  kill -9 at any instant leaves the old one, the new one, or a stray temporary file
+  that the next writer of the cache removes. Processes that write it at once each
+  write a cache that is right for what they checked; the last rename wins.
+
+Two files: `index` holds every file's key and status and the open records in full
+(what `ready`, `list --status pending` and `claim` need: a blocker that is not open
+does not block, so a closed task needs no more than its status); `history` holds the
+closed (completed and deleted) records as JSON text, read only to show history.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import json
+import marshal
+import os
+import stat
+import time
+import zlib
+from array import array
+from bisect import bisect_left
+from contextlib import suppress
+
+from .errors import Corrupt, NotFound
+from .model import OPEN, ids_from_file_names
+from .store import CACHE_NAME
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from .model import Record
+    from .store import Store
+
+INDEX_NAME = "index"
+HISTORY_NAME = "history"
+FORMAT = b"taskboard cache 1\n"  # a new layout changes this line: an old cache then reads as damaged
+GITIGNORE = b"# taskboard: derived from the task files, never committed\n*\n"
+RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
+STRAY_NS = 60_000_000_000  # a temporary file this old belongs to a writer that died
+KINDS = {"pending": ord("p"), "in_progress": ord("i"), "completed": ord("c"), "deleted": ord("d")}
+STATUS_OF = {kind: status for status, kind in KINDS.items()}
+OPEN_KINDS = frozenset((KINDS["pending"], KINDS["in_progress"]))
+CLOSED = frozenset(("completed", "deleted"))
+CLOSED_KINDS = frozenset((KINDS["completed"], KINDS["deleted"]))
+UNSURE = ord("x")  # not kept: unreadable, gone, or too recent to trust; read again on every use
+
+
+class Snapshot:
+    """The board as its files say it is now: every task's status, the open records in
+    full (and after `load_history` the closed ones as text), and the files that could
+    not be read. Positions run over the task files in id order."""
+
+    def __init__(self) -> None:
+        self.ids = array("q")
+        self.names: list[str] = []
+        self.kinds = bytearray()  # KINDS of a trusted entry, UNSURE otherwise
+        self.ctimes = array("q")
+        self.inodes = array("Q")
+        self.open: dict[int, Record] = {}
+        self.open_text: dict[int, str] = {}  # json.dumps(record, ensure_ascii=False), ready to print
+        self.recent: dict[int, str] = {}  # status of each readable file read this time and not trusted
+        self.closed_text: dict[int, str] | None = None  # filled by load_history
+        self.damaged: dict[int, Corrupt] = {}
+        self.folder_key: tuple | None = None
+
+    # -- what commands ask -----------------------------------------------------------
+
+    def statuses(self) -> Iterable[tuple[int, str]]:
+        """(id, status) of every readable task, in id order."""
+        recent = self.recent
+        for task_id, kind in zip(self.ids, self.kinds, strict=True):
+            if kind != UNSURE:
+                yield task_id, STATUS_OF[kind]
+            elif task_id in recent:
+                yield task_id, recent[task_id]
+
+    def status(self, task_id: int) -> str | None:
+        """The task's status; None when it is missing or unreadable."""
+        record = self.open.get(task_id)
+        if record is not None:
+            return record["status"]
+        if task_id in self.recent:
+            return self.recent[task_id]
+        at = bisect_left(self.ids, task_id)
+        if at < len(self.ids) and self.ids[at] == task_id and self.kinds[at] != UNSURE:
+            return STATUS_OF[self.kinds[at]]
+        return None
+
+    def lookup(self, task_id: int) -> Record | None:
+        """What the graph rules need of a blocker: its record when open, else a stand-in
+        that is not open (or None when there is no such task). An unreadable task counts
+        as open: nothing is called ready on a guess."""
+        record = self.open.get(task_id)
+        if record is not None:
+            return record
+        if task_id in self.damaged:
+            return _UNKNOWN
+        return _CLOSED  # finished, deleted or missing: none of them blocks
+
+    def count(self, status: str) -> int:
+        return self.kinds.count(KINDS[status]) + sum(1 for found in self.recent.values() if found == status)
+
+    def text(self, task_id: int) -> str:
+        """The record as compact JSON, exactly as `json.dumps(record, ensure_ascii=False)`."""
+        found = self.open_text.get(task_id)
+        if found is None:
+            assert self.closed_text is not None, "closed records need the history"
+            found = self.closed_text[task_id]
+        return found
+
+    def json_array(self, task_ids: list[int]) -> str:
+        """These records as a JSON array, as `json.dumps(records, ensure_ascii=False)` writes it."""
+        opened, closed = self.open_text, self.closed_text
+        if closed is None:
+            return "[" + ", ".join([opened[task_id] for task_id in task_ids]) + "]"
+        return "[" + ", ".join([opened.get(task_id) or closed[task_id] for task_id in task_ids]) + "]"
+
+    def record(self, task_id: int) -> Record:
+        found = self.open.get(task_id)
+        return found if found is not None else json.loads(self.text(task_id))
+
+    @property
+    def max_id(self) -> int:
+        return self.ids[-1] if self.ids else 0
+
+
+_UNKNOWN = {"status": "in_progress"}
+_CLOSED = None
+
+
+# -- checking the cache against the files -------------------------------------------------
+
+
+def snapshot(store: Store, history: bool = False) -> Snapshot:
+    """The board now, taken from the cache where the files show it still holds. The
+    caller holds the board lock (shared or exclusive): no change through `tasks` is
+    half done meanwhile. Saves what it had to read, when that can be trusted later."""
+    collecting = gc.isenabled()
+    gc.disable()  # 100 000 entries make no cycles; the collector would walk them a few hundred times
+    try:
+        return _snapshot(store, history)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _snapshot(store: Store, history: bool) -> Snapshot:
+    began = time.time_ns()
+    shot = Snapshot()
+    try:
+        folder = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return shot  # no board yet: an empty one
+    except NotADirectoryError:
+        store.task_ids()  # raises the store's usage error for a board path that is a file
+        raise
+    cache = Cache(str(store.root))
+    try:
+        shot.folder_key = _folder_key(os.fstat(folder))
+        old = cache.load_index()
+        changed = _check(store, folder, shot, old, began - RACY_NS)
+        if history:
+            changed_history = _load_history(store, folder, shot, cache.load_history(), began - RACY_NS)
+    finally:
+        os.close(folder)
+    if changed:
+        cache.save(INDEX_NAME, _index_payload(shot))
+    if history and changed_history:
+        cache.save(HISTORY_NAME, _history_payload(shot))
+    return shot
+
+
+def _folder_key(info: os.stat_result) -> tuple:
+    return (info.st_dev, info.st_ino, info.st_ctime_ns, info.st_mtime_ns)
+
+
+def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
+    """Fill `shot` from the old index and the files; True when the index should be saved.
+    `trusted`: a ctime before this is old enough that a later change gets another."""
+    old = old or _EMPTY
+    if old["folder"] is not None and old["folder"] == shot.folder_key:
+        names = old["names"]
+        try:  # the floor: one lstat per task file, keeping nothing but its ctime
+            ctimes = array("q", [os.lstat(name, dir_fd=folder).st_ctime_ns for name in names])
+        except FileNotFoundError:  # a file went after the folder was looked at: list it again
+            ctimes = None
+        if ctimes is not None:
+            shot.ids, shot.names, shot.inodes, shot.ctimes = old["ids"], names, old["inodes"], ctimes
+            shot.kinds = bytearray(old["kinds"])
+            _adopt_open(shot, old, shot.kinds)
+            if ctimes == old["ctimes"] and UNSURE not in shot.kinds:
+                return False  # nothing changed since the cache was written
+            stale = [
+                i
+                for i, (now, then, kind) in enumerate(zip(ctimes, old["ctimes"], shot.kinds, strict=True))
+                if now != then or kind == UNSURE
+            ]
+            _reread(store, folder, shot, stale, trusted)
+            return _differs(shot, old)
+    # the folder changed, or there is no usable index: list it and match entries by id
+    ids = sorted(ids_from_file_names(os.listdir(folder)))
+    names = [f"task_{task_id}.json" for task_id in ids]
+    infos = _lstat_all(names, folder)
+    if None in infos:  # removed since the listing
+        kept = [i for i, info in enumerate(infos) if info is not None]
+        ids, names, infos = [ids[i] for i in kept], [names[i] for i in kept], [infos[i] for i in kept]
+    shot.ids, shot.names = array("q", ids), names
+    shot.ctimes = array("q", [info.st_ctime_ns for info in infos])  # type: ignore[union-attr]
+    shot.inodes = array("Q", [info.st_ino for info in infos])  # type: ignore[union-attr]
+    then_ctimes, then_inodes, then_kinds = old["ctimes"], old["inodes"], old["kinds"]
+    if shot.ids == old["ids"]:  # the same files: compare position by position
+        same = [
+            then_kinds[i] if now == then and inode == then_inode else UNSURE
+            for i, (now, then, inode, then_inode) in enumerate(
+                zip(shot.ctimes, then_ctimes, shot.inodes, then_inodes, strict=True)
+            )
+        ]
+    else:
+        at = {task_id: i for i, task_id in enumerate(old["ids"])}
+        same = []
+        for task_id, now, inode in zip(ids, shot.ctimes, shot.inodes, strict=True):
+            i = at.get(task_id)
+            same.append(
+                then_kinds[i] if i is not None and then_ctimes[i] == now and then_inodes[i] == inode else UNSURE
+            )
+    shot.kinds = bytearray(same)
+    _adopt_open(shot, old, shot.kinds)
+    _reread(store, folder, shot, [i for i, kind in enumerate(shot.kinds) if kind == UNSURE], trusted)
+    if shot.folder_key is not None and shot.folder_key[2] >= trusted:
+        shot.folder_key = None  # changed too recently to vouch for the names next time
+    return _differs(shot, old)
+
+
+_EMPTY: dict = {
+    "folder": None,
+    "ids": array("q"),
+    "names": [],
+    "ctimes": array("q"),
+    "inodes": array("Q"),
+    "kinds": bytearray(),
+    "open": {},
+}
+
+
+def _lstat_all(names: list[str], folder: int) -> list[os.stat_result | None]:
+    try:
+        return [os.lstat(name, dir_fd=folder) for name in names]
+    except FileNotFoundError:
+        found: list[os.stat_result | None] = []
+        for name in names:
+            try:
+                found.append(os.lstat(name, dir_fd=folder))
+            except FileNotFoundError:
+                found.append(None)
+        return found
+
+
+def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray) -> None:
+    """The old index's open records, for the files whose entries still hold."""
+    ids = shot.ids
+    for task_id, (record, text) in old["open"].items():
+        at = bisect_left(ids, task_id)
+        if at < len(ids) and ids[at] == task_id and kinds[at] in OPEN_KINDS:
+            shot.open[task_id] = record
+            shot.open_text[task_id] = text
+
+
+def _differs(shot: Snapshot, old: dict) -> bool:
+    """Whether the index as checked now says more than the old one (then it is saved)."""
+    return (
+        shot.folder_key != old["folder"]
+        or shot.kinds != old["kinds"]
+        or shot.ids != old["ids"]
+        or shot.ctimes != old["ctimes"]
+        or shot.inodes != old["inodes"]
+    )
+
+
+def _reread(store: Store, folder: int, shot: Snapshot, positions: list[int], trusted: int) -> None:
+    """Read these files again through the store (its rules for damaged files apply);
+    keep each entry only when the file is old enough to trust. The key is taken before
+    the read: a change during the read can leave the key stale, never the content."""
+    for i in positions:
+        task_id = shot.ids[i]
+        for known in (shot.open, shot.open_text, shot.recent, shot.damaged):
+            known.pop(task_id, None)
+        shot.kinds[i] = UNSURE
+        try:
+            info = os.lstat(shot.names[i], dir_fd=folder)
+            record = store.read(task_id)
+        except (FileNotFoundError, NotFound):
+            continue  # gone since the listing: shown as gone, checked again next time
+        except Corrupt as exc:
+            shot.damaged[task_id] = exc
+            continue
+        shot.ctimes[i], shot.inodes[i] = info.st_ctime_ns, info.st_ino
+        status = record["status"]
+        if status in OPEN:
+            shot.open[task_id] = record
+            shot.open_text[task_id] = json.dumps(record, ensure_ascii=False)
+        elif shot.closed_text is not None:
+            shot.closed_text[task_id] = json.dumps(record, ensure_ascii=False)
+        if info.st_ctime_ns < trusted:
+            shot.kinds[i] = KINDS[status]
+        else:
+            shot.recent[task_id] = status
+
+
+def _index_payload(shot: Snapshot) -> bytes:
+    kept = {
+        task_id: (shot.open[task_id], shot.open_text[task_id])
+        for task_id, kind in zip(shot.ids, shot.kinds, strict=True)
+        if kind in OPEN_KINDS
+    }
+    return marshal.dumps(
+        {
+            "folder": shot.folder_key,
+            "ids": array("q", shot.ids).tobytes(),
+            "names": "\n".join(shot.names),
+            "ctimes": array("q", shot.ctimes).tobytes(),
+            "inodes": array("Q", shot.inodes).tobytes(),
+            "kinds": bytes(shot.kinds),
+            "open": kept,
+        }
+    )
+
+
+# -- history: the closed records in full -------------------------------------------------------
+
+
+def load_history(store: Store, shot: Snapshot) -> None:
+    """Fill `shot.closed_text` for every closed task (after `snapshot`)."""
+    began = time.time_ns()
+    cache = Cache(str(store.root))
+    folder = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        changed = _load_history(store, folder, shot, cache.load_history(), began - RACY_NS)
+    finally:
+        os.close(folder)
+    if changed:
+        cache.save(HISTORY_NAME, _history_payload(shot))
+
+
+def _load_history(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
+    """Closed records from the history file where an entry's key is the file's key now,
+    else from the file; True when the history file should be saved."""
+    texts: dict[int, str] = {}
+    shot.closed_text = texts
+    if shot.ids and old is not None:
+        kinds, ids = shot.kinds, shot.ids
+        closed = [i for i, kind in enumerate(kinds) if kind in CLOSED_KINDS]
+        if (
+            array("q", [ids[i] for i in closed]) == old["ids"]
+            and array("q", [shot.ctimes[i] for i in closed]) == old["ctimes"]
+            and array("Q", [shot.inodes[i] for i in closed]) == old["inodes"]
+        ):  # the common case: every closed file is as the history file last saw it
+            texts.update(zip(old["ids"], old["texts"], strict=True))
+        else:
+            at = {task_id: i for i, task_id in enumerate(ids)}
+            ctimes, inodes = shot.ctimes, shot.inodes
+            for task_id, ctime, inode, text in zip(old["ids"], old["ctimes"], old["inodes"], old["texts"], strict=True):
+                i = at.get(task_id)
+                if (
+                    i is not None
+                    and ctimes[i] == ctime
+                    and inodes[i] == inode
+                    and kinds[i] not in OPEN_KINDS
+                    and task_id not in shot.open
+                    and task_id not in shot.damaged
+                ):
+                    texts[task_id] = text  # same inode, same ctime: the file still holds this text
+    missing = [
+        i
+        for i, (task_id, kind) in enumerate(zip(shot.ids, shot.kinds, strict=True))
+        if task_id not in texts and (kind in CLOSED_KINDS or shot.recent.get(task_id) in CLOSED)
+    ]
+    if missing:
+        _reread(store, folder, shot, missing, trusted)
+    if old is None:
+        return True
+    kept = _history_positions(shot)
+    return not (
+        array("q", [shot.ids[i] for i in kept]) == old["ids"]
+        and array("q", [shot.ctimes[i] for i in kept]) == old["ctimes"]
+        and array("Q", [shot.inodes[i] for i in kept]) == old["inodes"]
+    )
+
+
+def _history_positions(shot: Snapshot) -> list[int]:
+    """The closed records the history file keeps: those read from files old enough to trust."""
+    texts = shot.closed_text or {}
+    return [
+        i
+        for i, (task_id, kind) in enumerate(zip(shot.ids, shot.kinds, strict=True))
+        if kind in CLOSED_KINDS and task_id in texts
+    ]
+
+
+def _history_payload(shot: Snapshot) -> bytes:
+    assert shot.closed_text is not None
+    texts = shot.closed_text
+    kept = _history_positions(shot)
+    return marshal.dumps(
+        {
+            "ids": array("q", [shot.ids[i] for i in kept]).tobytes(),
+            "ctimes": array("q", [shot.ctimes[i] for i in kept]).tobytes(),
+            "inodes": array("Q", [shot.inodes[i] for i in kept]).tobytes(),
+            "texts": "\n".join(texts[shot.ids[i]] for i in kept),  # compact JSON holds no raw newline
+        }
+    )
+
+
+# -- the cache folder ------------------------------------------------------------------------
+
+
+class Cache:
+    """The `.cache` folder: files read whole and checked, written whole and renamed."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.path = os.path.join(root, CACHE_NAME)
+
+    def load_index(self) -> dict | None:
+        found = self._load(INDEX_NAME)
+        try:
+            ids, ctimes, inodes = array("q"), array("q"), array("Q")
+            ids.frombytes(found["ids"])
+            ctimes.frombytes(found["ctimes"])
+            inodes.frombytes(found["inodes"])
+            kinds = bytearray(found["kinds"])
+            opened = found["open"]
+            if not len(ids) == len(ctimes) == len(inodes) == len(kinds) or type(opened) is not dict:
+                return None
+            folder = found["folder"]
+            if folder is not None and (type(folder) is not tuple or len(folder) != 4):
+                return None
+            names = found["names"].split("\n") if found["names"] else []
+            if len(names) != len(ids):
+                return None
+            return {
+                "folder": folder,
+                "ids": ids,
+                "names": names,
+                "ctimes": ctimes,
+                "inodes": inodes,
+                "kinds": kinds,
+                "open": opened,
+            }
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def load_history(self) -> dict | None:
+        found = self._load(HISTORY_NAME)
+        try:
+            ids, ctimes, inodes = array("q"), array("q"), array("Q")
+            ids.frombytes(found["ids"])
+            ctimes.frombytes(found["ctimes"])
+            inodes.frombytes(found["inodes"])
+            texts = found["texts"].split("\n") if found["texts"] else []
+            if not len(ids) == len(ctimes) == len(inodes) == len(texts):
+                return None
+            return {"ids": ids, "ctimes": ctimes, "inodes": inodes, "texts": texts}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def _load(self, name: str):
+        """The payload of a cache file, or None when it is missing or damaged in any way."""
+        try:
+            data = _read_regular(os.path.join(self.path, name))
+        except OSError:
+            return None
+        head = len(FORMAT) + 4
+        if len(data) < head or not data.startswith(FORMAT):
+            return None
+        body = memoryview(data)[head:]
+        if zlib.crc32(body) != int.from_bytes(data[len(FORMAT) : head], "big"):
+            return None
+        try:
+            return marshal.loads(body)
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def save(self, name: str, payload: bytes) -> None:
+        """Write a cache file whole, then rename it into place. Any failure leaves the
+        cache as it was: it is only ever a shortcut."""
+        try:
+            folder = self._folder()
+        except OSError:
+            return  # a read-only board, no room: the next command checks the files again
+        if folder is None:
+            return
+        temp = f".{name}.{os.getpid()}.tmp"
+        try:
+            fd = os.open(
+                temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder
+            )
+            try:
+                view = memoryview(FORMAT + zlib.crc32(payload).to_bytes(4, "big") + payload)
+                while view:
+                    view = view[os.write(fd, view) :]
+                    _crash_point("writing")
+            finally:
+                os.close(fd)
+            _crash_point("written")
+            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
+            _crash_point("renamed")
+        except OSError:
+            with suppress(OSError):
+                os.unlink(temp, dir_fd=folder)
+        finally:
+            os.close(folder)
+
+    def _folder(self) -> int | None:
+        """The cache folder, made on first use with a .gitignore of its own (so a board
+        made before there was a cache keeps it out of git too); None when something
+        other than a folder sits where it belongs (it is left alone)."""
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            folder = os.open(self.path, flags)
+        except FileNotFoundError:
+            with suppress(FileExistsError):
+                os.mkdir(self.path)
+            folder = os.open(self.path, flags)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                return None
+            raise
+        try:
+            _tidy(folder)
+        except OSError:
+            os.close(folder)
+            raise
+        return folder
+
+
+def _read_regular(path: str) -> bytes:
+    """A regular file's bytes, never through a link; OSError for anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        parts = []
+        while chunk := os.read(fd, max(info.st_size, 1 << 16)):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def _tidy(folder: int) -> None:
+    """The cache folder's own .gitignore, and no temporary file of a writer that died."""
+    names = os.listdir(folder)
+    if ".gitignore" not in names:
+        fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder)
+        try:
+            os.write(fd, GITIGNORE)
+        finally:
+            os.close(fd)
+    now = time.time_ns()
+    for name in names:
+        if name.endswith(".tmp"):
+            try:
+                if now - os.lstat(name, dir_fd=folder).st_mtime_ns > STRAY_NS:
+                    os.unlink(name, dir_fd=folder)
+            except OSError:
+                pass
+
+
+def _crash_point(stage: str) -> None:
+    # Test hook (tests/test_index.py): TASKS_TEST_CACHE_CRASH=STAGE makes this process
+    # SIGKILL itself at that stage of writing a cache file, to stop it at a chosen instant.
+    if os.environ.get("TASKS_TEST_CACHE_CRASH") == stage:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)

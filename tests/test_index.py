@@ -1,0 +1,609 @@
+"""The cache beside the board (taskboard.index) never changes an answer. Every read
+command is compared, after every step, with the answer computed here from the files
+alone (an oracle that shares no code with taskboard), while writes through `tasks`,
+hand edits in place and by rename, deletions, files copied in, git checkouts and
+stashes of older board states, and damage to the cache itself are interleaved. And a
+cache write killed at any instant leaves a cache that is either right or rebuilt."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import tasks_process
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from invariants import record, write_board
+from worker import call
+
+from taskboard import index
+
+OPEN = ("pending", "in_progress")
+STATUSES = ("pending", "in_progress", "completed", "deleted")
+# In-process runs trust a file 50 ms after its last change instead of 2 s (many ticks of
+# this machine's 4 ms coarse clock), so a test reaches the trusted path without waiting.
+TEST_RACY_NS = 50_000_000
+
+
+# -- the oracle: what the files say, read here ----------------------------------------
+
+
+def files_say(board: Path) -> tuple[dict[int, dict], set[int]]:
+    """Every readable record by id, and the ids whose files are damaged (not a regular
+    file, not JSON, not an object with the record's keys, or a wrong id)."""
+    records: dict[int, dict] = {}
+    damaged: set[int] = set()
+    if not board.is_dir():
+        return records, damaged
+    for name in os.listdir(board):
+        if not (name.startswith("task_") and name.endswith(".json")):
+            continue
+        digits = name[5:-5]
+        if not digits.isdigit() or digits.startswith("0") or not digits.isascii():
+            continue
+        task_id = int(digits)
+        path = board / name
+        try:
+            if path.is_symlink() or not path.is_file():
+                raise ValueError("not a regular file")
+            found = json.loads(path.read_bytes().decode("utf-8"))
+            if not isinstance(found, dict) or found.get("id") != task_id or found.get("status") not in STATUSES:
+                raise ValueError("not a record")
+            for key in ("subject", "description", "owner"):
+                if not isinstance(found.get(key), str):
+                    raise ValueError(key)
+            for key in ("blockedBy", "blocks"):
+                if not isinstance(found.get(key), list):
+                    raise ValueError(key)
+        except (ValueError, OSError):
+            damaged.add(task_id)
+            continue
+        records[task_id] = found
+    return records, damaged
+
+
+def blocked_now(found: dict, records: dict[int, dict], damaged: set[int]) -> bool:
+    """An open blocker holds it: open, or unreadable (it may be open); missing or finished ones do not."""
+    return any(b in damaged or (b in records and records[b]["status"] in OPEN) for b in found["blockedBy"])
+
+
+def expected_answers(board: Path) -> dict[tuple[str, ...], object]:
+    """What each read command must print (parsed), from the files alone."""
+    records, damaged = files_say(board)
+    ordered = [records[i] for i in sorted(records)]
+    live = [r for r in ordered if r["status"] != "deleted"]
+    ready = [r for r in live if r["status"] == "pending" and not blocked_now(r, records, damaged)]
+    blocked = [r for r in live if r["status"] in OPEN and blocked_now(r, records, damaged)]
+    answers: dict[tuple[str, ...], object] = {
+        ("list", "--json"): live,
+        ("list", "--json", "--all"): ordered,
+        ("ready", "--json"): ready,
+        ("list", "--json", "--blocked"): blocked,
+        ("list", "--json", "--ready"): ready,
+        ("ready", "--json", "--limit", "2"): ready[:2],
+        ("list", "--json", "--status", "pending", "--status", "in_progress"): [r for r in live if r["status"] in OPEN],
+        ("board", "--json"): {s: [r for r in ordered if r["status"] == s] for s in STATUSES[:3]},
+        ("list",): "".join(f"{MARK[r['status']]} #{r['id']}: {r['subject']}\n" for r in live),
+        ("ready",): "".join(f"[ ] #{r['id']}: {r['subject']}\n" for r in ready),
+    }
+    for status in STATUSES:
+        answers[("list", "--json", "--status", status)] = [r for r in ordered if r["status"] == status]
+    return answers
+
+
+MARK = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
+
+
+def assert_reads_agree(board: Path) -> None:
+    """Every read command answers what the files say; damage is named and exits 6."""
+    _, damaged = files_say(board)
+    answers = expected_answers(board)
+    for args, wanted in answers.items():
+        result = call(["--dir", str(board), *args])
+        assert result["exit"] == (6 if damaged and args[0] in ("list", "ready", "board") else 0), (args, result)
+        got = result["stdout"] if args in (("list",), ("ready",)) else json.loads(result["stdout"])
+        assert got == wanted, args
+        if "--limit" in args:
+            totals = [json.loads(line) for line in result["stderr"].splitlines() if line.startswith('{"total"')]
+            assert totals == [{"total": len(answers[("ready", "--json")])}], result["stderr"]
+    records, damaged = files_say(board)
+    for task_id in sorted(records)[:3] + sorted(damaged)[:2]:
+        result = call(["--dir", str(board), "get", str(task_id), "--json"])
+        if task_id in damaged:
+            assert result["exit"] == 6, result
+        else:
+            assert result["exit"] == 0 and json.loads(result["stdout"]) == records[task_id], result
+
+
+@pytest.fixture(autouse=True)
+def quick_trust(monkeypatch):
+    monkeypatch.setattr(index, "RACY_NS", TEST_RACY_NS)
+
+
+def settle() -> None:
+    """Let every file on the board age past the racy window, so the cache may keep it."""
+    time.sleep(TEST_RACY_NS / 1e9 * 1.5)
+
+
+def cache_index(board: Path) -> Path:
+    return board / ".cache" / "index"
+
+
+_OPENED: list[str] = []
+_RECORDING: list[bool] = [False]
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _RECORDING[0] and event == "open" and isinstance(args[0], str):
+        _OPENED.append(args[0])
+
+
+sys.addaudithook(_audit)  # once for the module: audit hooks cannot be removed
+
+
+def task_opens(board: Path, *args: str) -> set[int]:
+    """The task files one read opens (seen by an audit hook: open(), os.open, io alike)."""
+    _OPENED.clear()
+    _RECORDING[0] = True
+    try:
+        result = call(["--dir", str(board), *args])
+    finally:
+        _RECORDING[0] = False
+    assert result["exit"] == 0, result
+    names = [Path(path).name for path in _OPENED if Path(path).parent == board]
+    return {int(name[5:-5]) for name in names if name.startswith("task_") and name.endswith(".json")}
+
+
+# -- the cache at work ---------------------------------------------------------------
+
+
+def test_a_warm_read_opens_no_task_file_and_sees_an_edit_in_place(board_dir):
+    write_board(board_dir, [record(1), record(2, blocked_by=[1]), record(3, status="completed")])
+    (board_dir / "task_1.json").write_text(json.dumps(record(1, blocks=[2]), indent=2) + "\n")
+    assert_reads_agree(board_dir)
+    settle()
+    assert_reads_agree(board_dir)  # keeps every file now that all are old enough
+    assert task_opens(board_dir, "ready", "--json") == set()
+    assert cache_index(board_dir).is_file()
+    path = board_dir / "task_1.json"
+    before = os.stat(path)
+    edited = record(1, status="deleted", blocks=[2])  # "deleted" is as long as "pending": same size
+    with open(path, "r+b") as handle:
+        handle.write((json.dumps(edited, indent=2) + "\n").encode())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime, as `cp -p` leaves it
+    assert os.stat(path).st_size == before.st_size and os.stat(path).st_ino == before.st_ino
+    assert task_opens(board_dir, "ready", "--json") == {1}
+    assert_reads_agree(board_dir)
+
+
+def test_a_file_changed_within_the_racy_window_is_read_again_until_it_ages(board_dir, monkeypatch):
+    write_board(board_dir, [record(1), record(2)])
+    settle()
+    assert_reads_agree(board_dir)
+    assert task_opens(board_dir, "ready", "--json") == set()
+    monkeypatch.setattr(index, "RACY_NS", 600 * 10**9)  # now every change counts as too recent to trust
+    (board_dir / "task_2.json").write_text(json.dumps(record(2, subject="fresh"), indent=2) + "\n")
+    for _ in range(3):
+        assert task_opens(board_dir, "ready", "--json") == {2}, "a file this new is never taken on trust"
+    assert_reads_agree(board_dir)
+    monkeypatch.setattr(index, "RACY_NS", TEST_RACY_NS)
+    settle()
+    assert task_opens(board_dir, "ready", "--json") == {2}  # old enough now: read once more, and kept
+    assert task_opens(board_dir, "ready", "--json") == set()
+
+
+def test_a_folder_changed_within_the_racy_window_is_listed_again(board_dir, monkeypatch):
+    write_board(board_dir, [record(1), record(2)])
+    settle()
+    assert_reads_agree(board_dir)
+    monkeypatch.setattr(index, "RACY_NS", 600 * 10**9)
+    (board_dir / "task_7.json").write_text(json.dumps(record(7), indent=2) + "\n")
+    for _ in range(2):
+        assert_reads_agree(board_dir)
+        saved = index.Cache(str(board_dir)).load_index()
+        assert saved is not None and saved["folder"] is None, "a folder this new is never vouched for"
+
+
+def test_history_is_read_only_by_the_commands_that_show_it(board_dir):
+    write_board(board_dir, [record(i, status="completed") for i in range(1, 40)] + [record(40)])
+    settle()
+    assert_reads_agree(board_dir)
+    settle()
+    for args in (("ready", "--json"), ("list", "--json", "--status", "pending"), ("list", "--status", "pending")):
+        assert task_opens(board_dir, *args) == set(), args
+    history = board_dir / ".cache" / "history"
+    stamp = history.stat().st_mtime_ns
+    call(["--dir", str(board_dir), "ready", "--json"])
+    assert history.stat().st_mtime_ns == stamp, "reading open work leaves the history file alone"
+
+
+def test_the_cache_keeps_out_of_git_on_an_old_board_too(board_dir, tmp_path):
+    write_board(board_dir, [record(1)])
+    (board_dir / ".gitignore").write_text(".lock\n.scratch/\n")  # a board made before the cache existed
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    call(["--dir", str(board_dir), "ready", "--json"])
+    assert (board_dir / ".cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+    shown = subprocess.run(
+        ["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"], capture_output=True, text=True
+    )
+    assert ".cache" not in shown.stdout and ".tasks/task_1.json" in shown.stdout
+    run_init = call(["--dir", str(tmp_path / "fresh"), "init"])
+    assert run_init["exit"] == 0
+    assert ".cache/" in (tmp_path / "fresh" / ".gitignore").read_text().splitlines()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "garbage",
+        "truncated",
+        "flipped",
+        "empty",
+        "other version",
+        "valid but wrong shape",
+        "a folder",
+        "a symlink",
+        "cache is a file",
+        "cache is a symlink",
+    ],
+)
+def test_a_damaged_cache_is_rebuilt_silently(board_dir, tmp_path, damage):
+    write_board(board_dir, [record(1), record(2, blocked_by=[1]), record(3, status="completed", blocks=[2])])
+    (board_dir / "task_1.json").write_text(json.dumps(record(1, blocks=[2]), indent=2) + "\n")
+    settle()
+    assert_reads_agree(board_dir)
+    settle()
+    assert_reads_agree(board_dir)
+    path = cache_index(board_dir)
+    data = path.read_bytes()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "index").write_bytes(b"not ours")
+    if damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flipped":
+        path.write_bytes(data[:-20] + bytes([data[-20] ^ 0x40]) + data[-19:])
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "other version":
+        path.write_bytes(data.replace(b"cache 1\n", b"cache 9\n", 1))
+    elif damage == "valid but wrong shape":
+        import marshal
+        import zlib
+
+        payload = marshal.dumps({"ids": 5, "names": None})
+        path.write_bytes(index.FORMAT + zlib.crc32(payload).to_bytes(4, "big") + payload)
+    elif damage == "a folder":
+        path.unlink()
+        path.mkdir()
+    elif damage == "a symlink":
+        path.unlink()
+        path.symlink_to(elsewhere / "index")
+    elif damage == "cache is a file":
+        shutil.rmtree(board_dir / ".cache")
+        (board_dir / ".cache").write_text("a file where the cache goes")
+    elif damage == "cache is a symlink":
+        shutil.rmtree(board_dir / ".cache")
+        (board_dir / ".cache").symlink_to(elsewhere)
+    # the files change too, so an answer from the damaged cache would show
+    (board_dir / "task_2.json").write_text(json.dumps(record(2, status="in_progress", blocked_by=[1]), indent=2) + "\n")
+    for _ in range(2):
+        assert_reads_agree(board_dir)
+        settle()
+    assert (elsewhere / "index").read_bytes() == b"not ours", "nothing is written through a link"
+    assert sorted(os.listdir(elsewhere)) == ["index"]
+
+
+def test_an_old_copy_of_the_cache_is_checked_like_any_other(board_dir, tmp_path):
+    """A stale cache that is whole (restored from a backup, copied from another clone)
+    carries keys the files no longer have: every entry is checked, none trusted."""
+    write_board(board_dir, [record(i) for i in range(1, 6)])
+    settle()
+    assert_reads_agree(board_dir)
+    settle()
+    assert_reads_agree(board_dir)
+    saved = tmp_path / "old-cache"
+    shutil.copytree(board_dir / ".cache", saved)
+    for task_id in (2, 4):
+        path = board_dir / f"task_{task_id}.json"
+        path.write_text(json.dumps(record(task_id, status="completed"), indent=2) + "\n")
+    (board_dir / "task_9.json").write_text(json.dumps(record(9), indent=2) + "\n")
+    settle()
+    assert_reads_agree(board_dir)
+    shutil.rmtree(board_dir / ".cache")
+    shutil.copytree(saved, board_dir / ".cache")
+    assert_reads_agree(board_dir)
+
+
+@pytest.fixture
+def open_folder():
+    """A folder every user may enter (pytest's own are the owner's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="taskboard-shared-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_read_only_board_is_read_without_a_cache(open_folder):
+    """Someone who may read the board but not write it still gets the right answer."""
+    import importlib
+
+    for module in ("taskboard.board", "taskboard.store", "taskboard.index", "taskboard.commands"):
+        importlib.import_module(module)  # loaded before privileges drop
+    board_dir = open_folder / ".tasks"
+    write_board(board_dir, [record(1), record(2, status="completed"), record(3, blocked_by=[1])])
+    board_dir.chmod(0o555)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # as root the child first becomes nobody, whom permissions bind
+        code = 99
+        try:
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            result = call(["--dir", str(board_dir), "list", "--json"])
+            os.write(write_end, json.dumps(result).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        result = json.loads(pipe.read() or b"null")
+    _, status = os.waitpid(child, 0)
+    board_dir.chmod(0o755)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert result["exit"] == 0, result
+    assert json.loads(result["stdout"]) == expected_answers(board_dir)[("list", "--json")]
+    assert not (board_dir / ".cache").exists()
+
+
+# -- kill -9 while the cache is written ------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", ["writing", "written", "renamed"])
+def test_a_cache_write_killed_at_any_stage_leaves_reads_right(board_dir, stage):
+    write_board(board_dir, [record(i, status="completed" if i % 3 == 0 else "pending") for i in range(1, 30)])
+    env = {"TASKS_DIR": str(board_dir), "TASKS_TEST_CACHE_CRASH": stage}
+    killed = tasks_process("list", "--json", env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    temps = [name for name in os.listdir(board_dir / ".cache") if name.endswith(".tmp")]
+    assert bool(temps) == (stage != "renamed"), temps
+    for temp in temps:  # a writer that died a while ago: its temporary file is swept by the next writer
+        past = time.time_ns() - index.STRAY_NS - 10**9
+        os.utime(board_dir / ".cache" / temp, ns=(past, past))
+    (board_dir / "task_5.json").write_text(json.dumps(record(5, subject="after the kill"), indent=2) + "\n")
+    for _ in range(2):
+        assert_reads_agree(board_dir)
+        settle()
+    assert not [name for name in os.listdir(board_dir / ".cache") if name.endswith(".tmp")]
+    # the same through separate processes, with the real window of 2 s
+    plain = tasks_process("list", "--json", env={"TASKS_DIR": str(board_dir)})
+    assert json.loads(plain.stdout) == expected_answers(board_dir)[("list", "--json")]
+
+
+def test_killed_readers_and_live_writers_together_leave_the_cache_right(board_dir):
+    """Readers killed at random instants while a writer changes the board: the cache
+    any of them left is either whole or ignored, and the answers stay the files'."""
+    write_board(board_dir, [record(i) for i in range(1, 60)])
+    rng = random.Random(15)
+    env = {**os.environ, "TASKS_DIR": str(board_dir)}
+    for round_ in range(12):
+        reader = subprocess.Popen(
+            [sys.executable, "-m", "taskboard", "list", "--json", "--all"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        writer = call(["--dir", str(board_dir), "update", str(rng.randint(1, 59)), "--subject", f"round {round_}"])
+        assert writer["exit"] == 0, writer
+        time.sleep(rng.random() * 0.05)  # a random instant of the reader's run, not a wait for anything
+        reader.send_signal(signal.SIGKILL)
+        reader.wait()
+        assert_reads_agree(board_dir)
+
+
+# -- everything at once, against the oracle ---------------------------------------------------
+
+
+def git(folder: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00"},
+    )
+    assert done.returncode == 0, (args, done.stderr)
+    return done.stdout.strip()
+
+
+class BoardAndCache(RuleBasedStateMachine):
+    """Writes through `tasks`, hand edits, deletions, copies, git checkouts and stashes,
+    and damage to the cache, in any order; after each step every read command must
+    answer exactly what the files say."""
+
+    def __init__(self):
+        super().__init__()
+        self.saved_racy = index.RACY_NS
+        index.RACY_NS = TEST_RACY_NS
+        self.repo = Path(tempfile.mkdtemp(prefix="taskboard-index-"))
+        self.board = self.repo / ".tasks"
+        git(self.repo, "init", "-q")
+        git(self.repo, "config", "user.email", "test@example.invalid")
+        git(self.repo, "config", "user.name", "test")
+        self.commits: list[str] = []
+        self.saved_caches: list[Path] = []
+        self.stashed = False
+
+    def teardown(self):
+        index.RACY_NS = self.saved_racy
+        shutil.rmtree(self.repo, ignore_errors=True)
+
+    def tasks(self, *args: str) -> dict:
+        return call(["--dir", str(self.board), *args])
+
+    def ids(self) -> list[int]:
+        records, damaged = files_say(self.board)
+        return sorted(records) + sorted(damaged)
+
+    def path(self, task_id: int) -> Path:
+        return self.board / f"task_{task_id}.json"
+
+    # -- writes through tasks --------------------------------------------------------------
+
+    @rule(
+        subject=st.sampled_from(["alpha", "beta", "gamma", "ünï"]), blockers=st.integers(0, 2), seed=st.integers(0, 99)
+    )
+    def create(self, subject, blockers, seed):
+        live = [i for i, r in files_say(self.board)[0].items() if r["status"] != "deleted"]
+        chosen = random.Random(seed).sample(live, min(blockers, len(live)))
+        self.tasks("create", subject, *[arg for b in chosen for arg in ("--blocked-by", str(b))])
+
+    @precondition(lambda self: self.board.is_dir())
+    @rule(seed=st.integers(0, 999), status=st.sampled_from(STATUSES))
+    def update_status(self, seed, status):
+        ids = self.ids()
+        if ids:
+            self.tasks("update", str(random.Random(seed).choice(ids)), "--status", status)
+
+    @precondition(lambda self: self.board.is_dir())
+    @rule()
+    def claim(self):
+        self.tasks("claim", "--owner", "agent")
+
+    # -- hands on the files -------------------------------------------------------------------
+
+    @precondition(lambda self: self.board.is_dir())
+    @rule(seed=st.integers(0, 999), how=st.sampled_from(["in place", "by rename"]), change=st.integers(0, 4))
+    def hand_edit(self, seed, how, change):
+        records, _ = files_say(self.board)
+        if not records:
+            return
+        rng = random.Random(seed)
+        task_id = rng.choice(sorted(records))
+        edited = dict(records[task_id])
+        if change == 0:
+            edited["status"] = rng.choice(STATUSES)
+        elif change == 1:
+            edited["subject"] = f"by hand {seed}"
+        elif change == 2:  # a stale or dangling blocker, as a merge may leave one
+            edited["blockedBy"] = sorted(set(edited["blockedBy"]) | {rng.randint(1, task_id + 3)})
+        elif change == 3:
+            edited["owner"] = rng.choice(["", "eve"])
+        else:
+            edited["blockedBy"] = []
+        text = json.dumps(edited, indent=2 if seed % 2 else None, ensure_ascii=False) + "\n"
+        path = self.path(task_id)
+        if how == "in place":
+            with open(path, "r+b") as handle:
+                handle.truncate(0)
+                handle.write(text.encode())
+        else:
+            temp = self.board / f".{path.name}.swp"
+            temp.write_text(text)
+            os.replace(temp, path)
+
+    @precondition(lambda self: self.board.is_dir())
+    @rule(seed=st.integers(0, 999))
+    def damage_a_file(self, seed):
+        ids = self.ids()
+        if ids:
+            self.path(random.Random(seed).choice(ids)).write_bytes(b'{"id": oops')
+
+    @precondition(lambda self: self.board.is_dir())
+    @rule(seed=st.integers(0, 999))
+    def remove_a_file(self, seed):
+        ids = self.ids()
+        if ids:
+            self.path(random.Random(seed).choice(ids)).unlink()
+
+    @precondition(lambda self: self.board.is_dir())
+    @rule(jump=st.integers(1, 30), status=st.sampled_from(STATUSES))
+    def copy_a_file_in(self, jump, status):
+        new_id = max(self.ids(), default=0) + jump
+        self.path(new_id).write_text(json.dumps(record(new_id, subject="copied in", status=status), indent=2) + "\n")
+
+    # -- git ----------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.board.is_dir() and not self.stashed)
+    @rule()
+    def commit(self):
+        git(self.repo, "add", "-A")
+        if git(self.repo, "status", "--porcelain"):
+            git(self.repo, "commit", "-q", "-m", "board")
+            self.commits.append(git(self.repo, "rev-parse", "HEAD"))
+
+    @precondition(lambda self: len(self.commits) > 1 and not self.stashed)
+    @rule(back=st.integers(1, 5))
+    def checkout_an_older_board(self, back):
+        git(self.repo, "checkout", "-q", "-f", self.commits[-1 - min(back, len(self.commits) - 1)], "--", ".")
+
+    @precondition(lambda self: self.commits and not self.stashed)
+    @rule()
+    def stash(self):
+        if git(self.repo, "status", "--porcelain"):
+            git(self.repo, "stash", "-q", "-u")
+            self.stashed = True
+
+    @precondition(lambda self: self.stashed)
+    @rule()
+    def stash_pop(self):
+        git(self.repo, "checkout", "-q", "-f", "--", ".")
+        git(self.repo, "clean", "-q", "-f", "-d")  # what was made since the stash; ignored files (the cache) stay
+        git(self.repo, "stash", "pop", "-q")
+        self.stashed = False
+
+    # -- the cache itself --------------------------------------------------------------------
+
+    @precondition(lambda self: (self.board / ".cache").is_dir())
+    @rule(how=st.sampled_from(["delete", "garbage", "truncate", "keep a copy", "restore a copy"]))
+    def meddle_with_the_cache(self, how):
+        folder = self.board / ".cache"
+        target = folder / "index"
+        if how == "delete":
+            shutil.rmtree(folder)
+        elif how == "garbage" and target.exists():
+            target.write_bytes(os.urandom(64))
+        elif how == "truncate" and target.exists():
+            target.write_bytes(target.read_bytes()[:100])
+        elif how == "keep a copy":
+            copy = self.repo.parent / f"{self.repo.name}-cache-{len(self.saved_caches)}"
+            shutil.copytree(folder, copy)
+            self.saved_caches.append(copy)
+        elif how == "restore a copy" and self.saved_caches:
+            shutil.rmtree(folder)
+            shutil.copytree(self.saved_caches[-1], folder)
+
+    @rule()
+    def let_files_age(self):
+        settle()
+
+    @invariant()
+    def every_read_answers_what_the_files_say(self):
+        if self.board.is_dir():
+            assert_reads_agree(self.board)
+
+    def __del__(self):
+        for copy in getattr(self, "saved_caches", []):
+            shutil.rmtree(copy, ignore_errors=True)
+
+
+BoardAndCache.TestCase.settings = settings(
+    max_examples=30,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_reads_agree_with_the_files_whatever_happens = BoardAndCache.TestCase
