@@ -91,9 +91,12 @@ def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     from .claims import facts
     from .errors import TaskError
     from .gates import is_gate_failure
+    from .remote import remote_facts
 
     try:
         found = facts(inv.board.store, records)
+        for task_id, fact in remote_facts(inv.board.store, records).items():  # claims on other machines
+            found.setdefault(task_id, {}).setdefault("elsewhere", fact["elsewhere"])
     except (TaskError, OSError):
         return {}
     for fact in found.values():  # a failed gate is trouble, not just a failed attempt

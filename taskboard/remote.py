@@ -350,6 +350,23 @@ def held_elsewhere(store: Store, records: list[Record]) -> set[int]:
     return hidden
 
 
+def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:
+    """For views: `elsewhere` {"kind": "claimed" or "completed", "owner", "remote"} for
+    each pending task another clone claimed (a claim that holds) or completed, as far as
+    this clone has seen. No git run."""
+    config = config_of(store)
+    if config is None:
+        return {}
+    mirror = read_mirror(config)
+    uid_of = {r["id"]: r.get("uid", "") for r in records}
+    found = {}
+    for task_id in held_elsewhere(store, records):
+        doc = mirror[uid_of[task_id]]
+        kind = "completed" if doc.get("state") == "done" else "claimed"
+        found[task_id] = {"elsewhere": {"kind": kind, "owner": str(doc.get("owner", "")), "remote": config.name}}
+    return found
+
+
 def _live(doc: dict, now: float) -> bool:
     try:
         return live(doc, now)
@@ -373,7 +390,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
     passed: set[int] = set()
     skipped: list[Note] = []
     while True:
-        record = _candidate(board, task_id, owner, passed, config)
+        record, lapsed = _candidate(board, task_id, owner, passed, config)
         uid = record.get("uid")
         if not claims.is_uid(uid):
             raise Refused(f"#{record['id']} has no uid to name its claim ref by; a check with repairs gives it one")
@@ -392,7 +409,10 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
             continue
         new, previous = won
         try:
-            outcome = claims.claim(board, record["id"], owner, lease)
+            if lapsed is not None:
+                outcome = _take_over(board, record, owner, lease, lapsed, config)
+            else:
+                outcome = claims.claim(board, record["id"], owner, lease)
         except TaskError:
             if new != previous:  # the claim failed here: give the ref back as it was
                 _give_back(git, config, record, new, previous)
@@ -418,9 +438,50 @@ def held_error(task_id: int, doc: dict, config: Config) -> Refused:
     )
 
 
-def _candidate(board: Board, task_id: int | None, owner: str, passed: set[int], config: Config) -> Record:
-    """The task to try: task_id (refused as a local claim would be), or the first task in
-    ready order not passed over that the local rules offer to owner."""
+def _lapsed(record: Record, owner: str, config: Config) -> dict | None:
+    """The claim document of another holder of this in-progress task whose lease (kept in
+    its claim ref, from another machine) ran out: the task may be taken over."""
+    doc = read_mirror(config).get(record.get("uid", ""))
+    if (
+        record["status"] == "in_progress"
+        and record["owner"] not in ("", owner)
+        and isinstance(doc, dict)
+        and doc.get("state") == "claimed"
+        and doc.get("owner") == record["owner"]
+        and doc.get("lease") is not None
+        and not _live(doc, time.time())
+    ):
+        return doc
+    return None
+
+
+def _take_over(board: Board, record: Record, owner: str, lease: float | None, lapsed: dict, config: Config) -> Outcome:
+    """The task file follows a claim ref won over a holder whose lease ran out elsewhere."""
+    from . import claims
+    from .model import Patch
+    from .state import iso
+
+    outcome = board.update(record["id"], Patch(status="in_progress", owner=owner), force=True)
+    if lease:
+        outcome = claims.claim(board, record["id"], owner, lease)
+    expired = iso(lapsed["at"] + lapsed["lease"])
+    outcome.notes.append(
+        Note(
+            "takeover",
+            f"took #{record['id']} over from {lapsed['owner']}, whose lease on {config.name} ran out at {expired}",
+            task=record["id"],
+            holder=lapsed["owner"],
+        )
+    )
+    return outcome
+
+
+def _candidate(
+    board: Board, task_id: int | None, owner: str, passed: set[int], config: Config
+) -> tuple[Record, dict | None]:
+    """The task to try, and the lapsed claim it takes over (if any): task_id (refused as a
+    local claim would be, unless its holder's lease ran out on the remote), or the first
+    task in ready order not passed over that the local rules offer to owner."""
     from . import claims, graph
 
     store = board.store
@@ -433,9 +494,10 @@ def _candidate(board: Board, task_id: int | None, owner: str, passed: set[int], 
         if task_id is not None:
             record = change.get(task_id)
             refusal = claims.refusal_of(change, runtime, record, owner)
-            if refusal is not None:
+            lapsed = _lapsed(record, owner, config)
+            if refusal is not None and (lapsed is None or refusal.reason != ""):  # "" : held by its holder
                 raise refusal
-            return record
+            return record, lapsed
         mirror = read_mirror(config)
         best: Record | None = None
         fallback: Record | None = None
@@ -463,7 +525,7 @@ def _candidate(board: Board, task_id: int | None, owner: str, passed: set[int], 
         chosen = best or fallback
         if chosen is None:
             raise NotFound(f"no ready task to claim for {owner}")
-        return chosen
+        return chosen, None
 
 
 def _win(git: Git, config: Config, record: Record, owner: str, lease: float | None) -> tuple[str, str | None] | dict:

@@ -220,7 +220,10 @@ class Notes:
         if isinstance(other, Mapping) and record["status"] in ("pending", "in_progress"):
             who = f" by {other.get('owner')}" if other.get("owner") else ""
             verb = "completed" if other.get("kind") == "completed" else "claimed"
-            self.elsewhere = f"{verb}{who} in another worktree ({other.get('board', '?')})"
+            if other.get("remote"):  # through the claim refs of a git remote (taskboard.remote)
+                self.elsewhere = f"{verb}{who} on another machine (through {other['remote']})"
+            else:
+                self.elsewhere = f"{verb}{who} in another worktree ({other.get('board', '?')})"
         open_task = record["status"] in ("pending", "in_progress")
         self.stuck = open_task and bool(fact.get("stuck", self.attempts >= STUCK_AFTER))
         gate = fact.get("gate")

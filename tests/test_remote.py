@@ -187,6 +187,7 @@ def test_a_clone_that_has_not_synced_cannot_take_a_task_claimed_elsewhere(fleet)
     c.tasks("sync")
     assert c.records()[4]["status"] == "pending"
     assert [r["id"] for r in c.json("ready")] == []
+    assert "claimed by bob on another machine (through origin)" in c.tasks("get", "4").stdout
     a.tasks("sync")
     assert 4 not in [r["id"] for r in a.json("ready")]
 
@@ -384,3 +385,38 @@ def test_sync_commits_only_the_board_and_leaves_the_users_work_alone(fleet):
     a.git("checkout", "-q", "--detach")
     done = a.tasks("sync", expect=4)
     assert "detached" in done.stderr
+
+
+def test_a_lease_that_ran_out_on_another_machine_is_taken_over(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    a.tasks("claim", "4", "--lease", "15m", owner="amy")
+    (doc,) = fleet.claim_refs().values()
+    assert doc["lease"] == 900
+    a.tasks("sync")
+    b.tasks("sync")
+    assert (b.records()[4]["status"], b.records()[4]["owner"]) == ("in_progress", "amy")
+    b.tasks("claim", "4", owner="bob", expect=4)  # amy's lease holds
+    # amy's machine went away and her lease ran out: the ref as it would be 16 minutes on
+    script = (
+        "import json, subprocess\n"
+        "from pathlib import Path\n"
+        "from taskboard import remote\n"
+        "from taskboard.store import Store\n"
+        "store = Store(Path('.tasks'))\n"
+        "config = remote.config_of(store)\n"
+        "git = remote.Git(store)\n"
+        "uid = store.read(4)['uid']\n"
+        "seen = remote.known(git, config, [uid])[uid]\n"
+        "doc = dict(seen.doc, at=seen.doc['at'] - 960)\n"
+        "assert remote.push(git, config, uid, json.dumps(doc).encode(), seen.sha)\n"
+    )
+    subprocess.run([sys.executable, "-c", script], cwd=a.top, env=a.env, check=True)
+    b.tasks("sync")
+    took = b.tasks("claim", "4", "--json", owner="bob")
+    assert json.loads(took.stdout)["owner"] == "bob"
+    assert "amy" in took.stderr and "ran out" in took.stderr
+    (doc,) = fleet.claim_refs().values()
+    assert (doc["owner"], doc["state"]) == ("bob", "claimed")
+    assert (b.records()[4]["status"], b.records()[4]["owner"]) == ("in_progress", "bob")
