@@ -644,6 +644,8 @@ def _move_ref(git: Git, config: Config, record: Record, seen: Known, renewed: bo
         if _agrees(seen.doc, record, state) and not (renewed and state == "claimed"):
             return ""
         lease, at = _lease_of(board, record) if state == "claimed" else (None, None)
+        if state == "claimed" and at is None:  # a claim the file already bears: the ref is no newer than it
+            at = _updated(record) or None
         data = document(record["uid"], record["id"], record["owner"], state, config.clone, lease)
         if at is not None:
             moved = json.loads(data)
