@@ -410,8 +410,11 @@ def settle(store: Store, hook: str | None = None) -> Settled:
         return result
     with store.writing():
         exact = _exact(repo, board, marker) if marker else None
-        if exact is not None and _unchanged_since_commit(repo, board):
-            before, expected = exact  # the work tree holds what the commit holds: the result is the exact merge
+        if exact == _STALE:  # what the driver merged was thrown away: only parked tasks need a home
+            clear_marker(repo)
+            marker, exact = {}, None
+        if isinstance(exact, tuple) and _unchanged_since_commit(repo, board, exact[0]):
+            _commit, before, expected = exact  # the work tree holds what the commit holds: the exact merge it is
             after = expected.records
         else:
             before, damaged = store.read_all()
@@ -419,9 +422,10 @@ def settle(store: Store, hook: str | None = None) -> Settled:
                 result = Settled("none")
                 result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
                 return result
-            if exact is not None:  # edits since the commit: kept, and the exact merge applied over them
-                expected = merging.merge_boards(exact[0], before, exact[1].records.values())
-                expected.moved, expected.notes = exact[1].moved, exact[1].notes
+            if isinstance(exact, tuple):  # edits since the commit: kept, and the exact merge applied over them
+                _commit, committed, exactly = exact
+                expected = merging.merge_boards(committed, before, exactly.records.values())
+                expected.moved, expected.notes = exactly.moved, exactly.notes
                 after = expected.records
             elif marker or any(merging.PENDING_KEY in record for record in before):
                 expected = merging.settle_pending(before)
@@ -437,30 +441,38 @@ def settle(store: Store, hook: str | None = None) -> Settled:
     return result
 
 
-def _unchanged_since_commit(repo: Repo, board: str) -> bool:
-    """No task file of the board differs from HEAD's, and none is new."""
+def _unchanged_since_commit(repo: Repo, board: str, commit: str) -> bool:
+    """The operation's commit is HEAD, no task file of the board differs from it, none is new."""
+    if repo.git("rev-parse", "HEAD", check=False) != commit:
+        return False
     changed = repo.git("status", "--porcelain", "--untracked-files=all", "--", board, check=False)
     return not any(id_from_file_name(line[3:].rpartition("/")[2]) is not None for line in changed.splitlines())
 
 
-def _exact(repo: Repo, board: str, marker: dict) -> tuple[list[Record], merging.BoardMerge] | None:
-    """(the board at HEAD, the exact merge) from the commits the marker names, or None
-    when they cannot be had (then the parked tasks are settled from their own lists)."""
+_STALE = "stale"  # what _exact answers for an operation that left nothing at HEAD (aborted)
+
+
+def _exact(repo: Repo, board: str, marker: dict) -> tuple[str, list[Record], merging.BoardMerge] | str | None:
+    """(the commit the operation made, its board, the exact merge) from the commits the
+    marker names; _STALE when a rebase left nothing in HEAD's history (aborted); None
+    when the commits cannot be had (then the parked tasks settle from their own lists)."""
     try:
         trees = _Trees(repo, board)
         if marker.get("op") == "merge":
-            parents = repo.git("rev-parse", "HEAD^@").split()
-            if len(parents) != 2:
-                return None
+            made = _merge_commit(repo, marker.get("head", ""))
+            if made is None:
+                return None  # squashed, or never committed: what the work tree holds is all there is
+            commit, parents = made
             base = repo.git("merge-base", *parents)
-            got = trees.boards(["HEAD", base, *parents])
-            return got["HEAD"], merging.merge_boards(got[base], got[parents[0]], got[parents[1]])
+            got = trees.boards([commit, base, *parents])
+            return commit, got[commit], merging.merge_boards(got[base], got[parents[0]], got[parents[1]])
         if marker.get("op") == "rebase":
             onto, picks = marker.get("onto", ""), list(marker.get("picks", []))
-            if not onto or not repo.succeeds("merge-base", "--is-ancestor", onto, "HEAD"):
-                return None  # the rebase was aborted: nothing of it is at HEAD
+            tip = _rebase_tip(repo)
+            if not onto or tip is None or not repo.succeeds("merge-base", "--is-ancestor", onto, tip):
+                return _STALE  # the rebase was aborted: nothing of it is at HEAD
             parent_of = dict(zip(picks, repo.git("rev-parse", *(f"{p}^" for p in picks)).split(), strict=True))
-            got = trees.boards(["HEAD", onto, *picks, *parent_of.values()])
+            got = trees.boards([tip, onto, *picks, *parent_of.values()])
             folded = got[onto]
             expected = merging.BoardMerge({r["id"]: r for r in folded})
             moved: list[tuple[str, int, int]] = []
@@ -469,9 +481,29 @@ def _exact(repo: Repo, board: str, marker: dict) -> tuple[list[Record], merging.
                 moved += expected.moved
                 folded = list(expected.records.values())
             expected.moved = moved
-            return got["HEAD"], expected
+            return tip, got[tip], expected
     except (GitError, Corrupt, merging.Unmergeable, ValueError, IndexError):
         return None
+    return None
+
+
+def _merge_commit(repo: Repo, ours: str) -> tuple[str, list[str]] | None:
+    """The merge commit (and its two parents) made on top of `ours`: HEAD itself, or one
+    in HEAD's recent history when commits were made after it."""
+    for line in repo.git("rev-list", "--merges", "--parents", "-n", "50", "HEAD", check=False).splitlines():
+        commit, *parents = line.split()
+        if len(parents) == 2 and (parents[0] == ours or not ours):
+            return commit, parents
+    return None
+
+
+def _rebase_tip(repo: Repo) -> str | None:
+    """The commit a finished rebase left its branch at: HEAD in post-rewrite, else found in
+    HEAD's reflog (commits may have been made on top since)."""
+    for line in repo.git("reflog", "-n", "100", "--format=%H %gs", "HEAD", check=False).splitlines():
+        commit, _, subject = line.partition(" ")
+        if subject.startswith("rebase") and "(finish)" in subject:
+            return commit if repo.succeeds("merge-base", "--is-ancestor", commit, "HEAD") else None
     return None
 
 

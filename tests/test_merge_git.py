@@ -343,3 +343,37 @@ def test_agents_in_two_worktrees_merge_their_branches(tmp_path):
     tasks = subjects(by_uid(judge(w1)))
     assert tasks["from w1"]["blockedBy"] == ["plan"] and tasks["from w2"]["blockedBy"] == ["plan"]
     assert sorted(r["id"] for r in w1.records().values()) == [1, 2, 3]
+
+
+def test_commits_made_on_an_unfinished_merge_are_kept_when_it_is_finished(tmp_path):
+    clone = _both_create(tmp_path).copy(tmp_path / "clone")
+    for name in HOOKS:
+        (clone.top / ".git" / "hooks" / name).unlink()
+    clone.git("checkout", "-q", "a")
+    clone.git("merge", "--no-edit", "b")
+    path = clone.board / "task_1.json"  # a hand edit, committed before any tasks command ran
+    path.write_text(path.read_text().replace('"description": ""', '"description": "edited after the merge"'))
+    clone.commit("edit after the merge")
+    assert "commit them" in clone.tasks("list").stderr  # finished from the merge commit, not from HEAD
+    records = judge(clone)
+    _expect_both_create(records)
+    assert subjects(by_uid(records))["one"]["description"] == "edited after the merge"
+
+
+def test_an_aborted_rebase_leaves_the_board_alone(tmp_path):
+    repo = _both_create(tmp_path)
+    for branch in ("a", "b"):
+        repo.git("checkout", "-q", branch)
+        (repo.top / "notes.txt").write_text(f"{branch}\n")
+        repo.commit(f"notes on {branch}")
+    clone = repo.copy(tmp_path / "clone")
+    clone.git("checkout", "-q", "b")
+    clone.git("rebase", "a", expect=1)  # stops on notes.txt, after the board's commit was merged
+    clone.git("rebase", "--abort")
+    assert (clone.top / ".git" / "tasks-merge.json").exists()  # the driver had merged the board's commit
+    before = {path.name: path.read_bytes() for path in clone.board.glob("task_*.json")}
+    listed = clone.tasks("list")
+    assert "commit them" not in listed.stderr
+    assert {path.name: path.read_bytes() for path in clone.board.glob("task_*.json")} == before
+    assert not (clone.top / ".git" / "tasks-merge.json").exists()
+    assert clone.dirty() == []
