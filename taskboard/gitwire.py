@@ -409,7 +409,7 @@ def settle(store: Store, hook: str | None = None) -> Settled:
         result.notes.append(f"git is in the middle of an operation ({waiting}); the board is finished after it")
         return result
     with store.writing():
-        exact = _exact(repo, board, marker) if marker else None
+        exact = _exact(repo, board, marker, hook) if marker else None
         if exact == _STALE:  # what the driver merged was thrown away: only parked tasks need a home
             clear_marker(repo)
             marker, exact = {}, None
@@ -452,7 +452,9 @@ def _unchanged_since_commit(repo: Repo, board: str, commit: str) -> bool:
 _STALE = "stale"  # what _exact answers for an operation that left nothing at HEAD (aborted)
 
 
-def _exact(repo: Repo, board: str, marker: dict) -> tuple[str, list[Record], merging.BoardMerge] | str | None:
+def _exact(
+    repo: Repo, board: str, marker: dict, hook: str | None = None
+) -> tuple[str, list[Record], merging.BoardMerge] | str | None:
     """(the commit the operation made, its board, the exact merge) from the commits the
     marker names; _STALE when a rebase left nothing in HEAD's history (aborted); None
     when the commits cannot be had (then the parked tasks settle from their own lists)."""
@@ -468,7 +470,7 @@ def _exact(repo: Repo, board: str, marker: dict) -> tuple[str, list[Record], mer
             return commit, got[commit], merging.merge_boards(got[base], got[parents[0]], got[parents[1]])
         if marker.get("op") == "rebase":
             onto, picks = marker.get("onto", ""), list(marker.get("picks", []))
-            tip = _rebase_tip(repo)
+            tip = _rebase_tip(repo, hook)
             if not onto or tip is None or not repo.succeeds("merge-base", "--is-ancestor", onto, tip):
                 return _STALE  # the rebase was aborted: nothing of it is at HEAD
             parent_of = dict(zip(picks, repo.git("rev-parse", *(f"{p}^" for p in picks)).split(), strict=True))
@@ -497,12 +499,15 @@ def _merge_commit(repo: Repo, ours: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def _rebase_tip(repo: Repo) -> str | None:
+def _rebase_tip(repo: Repo, hook: str | None) -> str | None:
     """The commit a finished rebase left its branch at: HEAD in post-rewrite, else found in
-    HEAD's reflog (commits may have been made on top since)."""
+    HEAD's reflog (`rebase (finish)`, `pull --rebase (finish)`: commits may have been made
+    on top since)."""
+    if hook == "post-rewrite":
+        return repo.git("rev-parse", "HEAD")
     for line in repo.git("reflog", "-n", "100", "--format=%H %gs", "HEAD", check=False).splitlines():
         commit, _, subject = line.partition(" ")
-        if subject.startswith("rebase") and "(finish)" in subject:
+        if "(finish)" in subject:
             return commit if repo.succeeds("merge-base", "--is-ancestor", commit, "HEAD") else None
     return None
 
@@ -567,6 +572,8 @@ def run_hook(argv: list[str]) -> int:
             for line in describe(result, board, hook_run=True):
                 sys.stderr.write(f"tasks: {line}\n")
     except Exception as exc:  # a hook must not break git; check explains what is left
+        if os.environ.get("TASKS_DEBUG"):
+            raise
         sys.stderr.write(f"tasks: could not finish merging the board ({type(exc).__name__}: {exc}); run tasks check\n")
     return 0
 

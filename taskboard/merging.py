@@ -260,8 +260,10 @@ class _Side:
         key = _identity(record)
         if base is not None and key not in base.by_key and base.at.get(task_id, "").startswith("#"):
             key = base.at[task_id]  # a hand-written record without uid got one on its first rewrite
-        if key in self.by_key:
+        if key in self.by_key:  # one task in two files (a move one side made, a change the other)
             self.duplicates.append(key)
+            if side is None:
+                self.at.setdefault(task_id, key)
             return
         self.by_key[key] = record
         if side is None:
@@ -434,51 +436,114 @@ def settle_pending(entries: Iterable[Record]) -> BoardMerge:
     itself shared resolves to the twin from the same side. Any other task's mention of a
     shared id is ambiguous and left out; the twins' own lists restore those edges. Only a
     completed task's history edge to a shared id that no twin explains cannot be rebuilt:
-    it stays on the id, and a note says so."""
-    side = _Side(entries)
-    at: dict[int, dict[str, str]] = {}  # shared id -> side label -> identity
-    for key, label in side.label.items():
-        at.setdefault(side.by_key[key]["id"], {}).setdefault(label, key)
-    for task_id, labels in at.items():
-        if len(labels) == 1:
-            labels["theirs" if "ours" in labels else "ours"] = side.at[task_id]
-    label_of = {key: label for labels in at.values() for label, key in labels.items()}
-    twins = set(label_of) | {side.at[task_id] for task_id in at}
-    final = {key: record["id"] for key, record in side.by_key.items()}
+    it stays on the id, and a note says so. A task git left in two files (one side moved
+    it, the other changed it) is merged from both, each version's edges read on its own
+    side, and keeps the higher id."""
+    placed, main_of, at = _unpack(entries)
     result = BoardMerge({})
-    fresh = max(side.ids(), default=0)
-    for key in sorted(side.label, key=lambda k: (str(side.by_key[k].get("createdAt", "")), k)):
+    versions: dict[str, list[tuple[int, str | None, Record]]] = {}
+    for file_id, label, record in placed:
+        versions.setdefault(_identity(record), []).append((file_id, label, record))
+    records: dict[str, Record] = {}
+    final: dict[str, int] = {}
+    parked_only = []
+    for key, found in versions.items():
+        merged = found[0][2]
+        for _, _, version in found[1:]:
+            merged = merge_record(None, merged, version)
+        homes = [file_id for file_id, _, _ in found if main_of.get(file_id) == key]
+        records[key] = merged
+        if homes:
+            final[key] = max(homes)
+            if len(found) > 1:
+                result.notes.append(f"uid {key} was in {len(found)} files after the merge; it keeps #{final[key]}")
+        else:
+            parked_only.append(key)
+    fresh = max((file_id for file_id, _, _ in placed), default=0)
+    for key in sorted(parked_only, key=lambda k: (str(records[k].get("createdAt", "")), k)):
         fresh += 1
-        result.moved.append((key, final[key], fresh))
         final[key] = fresh
-
-    def resolve(task_id: int, label: str | None) -> str:
-        if task_id in at and label is not None:
-            return at[task_id].get(label, side.name(task_id))
-        return side.name(task_id)
-
-    pairs: set[tuple[str, str]] = set()
-    for key, record in side.by_key.items():
-        own_side = label_of.get(key)
-        for edge in EDGE_KEYS:
-            for task_id in record.get(edge, ()):
-                if key not in twins and task_id in at:
-                    reverse = "blockedBy" if edge == "blocks" else "blocks"
-                    explained = [t for t in at[task_id].values() if record["id"] in side.by_key[t].get(reverse, ())]
-                    # an edge of a completed task is history: its dependent's list does not show it
-                    history = edge == "blocks" and (not explained or record.get("status") == "completed")
-                    if history and len(explained) < len(at[task_id]):
-                        result.notes.append(
-                            f"#{record['id']} lists #{task_id} in blocks, where a merge put two tasks; "
-                            f"nothing says which one its history edge meant{'' if explained else f' (kept on #{task_id})'}"
-                        )
-                    if explained or not history:
-                        continue  # the twins' own lists say which of them it meant
-                other = resolve(task_id, own_side)
-                pairs.add((key, other) if edge == "blocks" else (other, key))
-    result.records, derived = _derive(side.by_key, pairs, final)
+        result.moved.append((key, versions[key][0][0], fresh))
+    pairs = _pairs_of_versions(versions, main_of, at, result)
+    result.records, derived = _derive(records, pairs, final)
     result.notes += [f"#{old_id} (uid {uid}) became #{new}" for uid, old_id, new in result.moved] + derived
     return result
+
+
+def _pairs_of_versions(
+    versions: dict[str, list[tuple[int, str | None, Record]]],
+    main_of: dict[int, str],
+    at: dict[int, dict[str, str]],
+    result: BoardMerge,
+) -> set[tuple[str, str]]:
+    """The edges the records of a board with parked tasks state, as pairs of identities:
+    a twin's (a task at a shared id, or in two files) read on its own side, any other
+    task's mention of a shared id left to the twins' lists unless it is history (_history)."""
+
+    def resolve(task_id: int, label: str | None) -> str:
+        if task_id in at and label is not None and label in at[task_id]:
+            return at[task_id][label]
+        return main_of.get(task_id, f"?{task_id}")
+
+    twins = {key for key, found in versions.items() if len(found) > 1 or any(f in at for f, _, _ in found)}
+    pairs: set[tuple[str, str]] = set()
+    for key, found in versions.items():
+        for _file_id, label, version in found:
+            for edge in EDGE_KEYS:
+                for task_id in version.get(edge, ()):
+                    if not isinstance(task_id, int):
+                        continue
+                    if (
+                        key not in twins
+                        and task_id in at
+                        and not _history(version, edge, task_id, at, versions, result)
+                    ):
+                        continue  # the twins' own lists say which of them it meant
+                    other = resolve(task_id, label if key in twins else None)
+                    pairs.add((key, other) if edge == "blocks" else (other, key))
+    return pairs
+
+
+def _unpack(
+    entries: Iterable[Record],
+) -> tuple[list[tuple[int, str | None, Record]], dict[int, str], dict[int, dict[str, str]]]:
+    """Every record of a board whose files may hold parked tasks, with the file it is in and
+    the side it came from (a file's own task: the side opposite its parked ones); which task
+    each file holds; and, for each shared id, which task each side had there."""
+    placed: list[tuple[int, str | None, Record]] = []
+    main_of: dict[int, str] = {}  # file id -> identity of the file's own task
+    at: dict[int, dict[str, str]] = {}  # shared id -> side label -> identity
+    for entry in entries:
+        main = {key: value for key, value in entry.items() if key != PENDING_KEY}
+        parked = [item for item in entry.get(PENDING_KEY, []) if isinstance(item, dict)]
+        labels = {item.get("side") for item in parked} & set(SIDES)
+        main_side = ("theirs" if "ours" in labels else "ours") if len(labels) == 1 else None
+        placed.append((main["id"], main_side, main))
+        main_of[main["id"]] = _identity(main)
+        for item in parked:
+            if isinstance(item.get("task"), dict) and item.get("side") in SIDES:
+                placed.append((main["id"], item["side"], item["task"]))
+                at.setdefault(main["id"], {}).setdefault(item["side"], _identity(item["task"]))
+        if main_side is not None:
+            at[main["id"]].setdefault(main_side, main_of[main["id"]])
+
+    return placed, main_of, at
+
+
+def _history(record: Record, edge: str, task_id: int, at: dict, versions: dict, result: BoardMerge) -> bool:
+    """Whether a task's mention of an id two tasks shared must stay on the id: a history
+    edge (a completed task's, which its dependent's list does not show) that no twin
+    explains. Notes the mentions nothing can attribute."""
+    reverse = "blockedBy" if edge == "blocks" else "blocks"
+    twins = at[task_id].values()
+    explained = [t for t in twins if any(record["id"] in v[2].get(reverse, ()) for v in versions.get(t, ()))]
+    history = edge == "blocks" and (not explained or record.get("status") == "completed")
+    if history and len(explained) < len(twins):
+        result.notes.append(
+            f"#{record['id']} lists #{task_id} in blocks, where a merge put two tasks; "
+            f"nothing says which one its history edge meant{'' if explained else f' (kept on #{task_id})'}"
+        )
+    return history and not explained
 
 
 def repair(records: dict[int, Record]) -> tuple[dict[int, Record], list[str]]:

@@ -310,3 +310,30 @@ def test_repair_restores_what_check_fix_would():
     fixed, _notes = repair(board)
     assert fixed[2]["blockedBy"] == [1] and fixed[3]["blocks"] == [4] and fixed[4]["blockedBy"] == []
     assert graph_problems(fixed) == []
+
+
+def test_a_task_moved_on_one_side_and_changed_on_the_other():
+    """Another clone already finished a merge and moved c1's #2 to #3; this clone changed
+    that task at #2 and created a #3 blocked by it. Git's file-by-file result holds the
+    task in two files; the exact merge follows it by uid, and settling without the commits
+    still keeps every task once, sound."""
+    moved = record(2, "c1 task 0", uid="c6933ecaac08", blocked_by=[1])
+    base = {1: record(1, blocks=[2]), 2: moved}
+    ours = {
+        1: record(1, blocks=[2, 3]),
+        2: record(2, "c2 task 0", uid="8994532aec87", blocked_by=[1]),
+        3: {**moved, "id": 3},
+    }
+    theirs = {
+        1: record(1, blocks=[2]),
+        2: {**moved, "blocks": [3], "updatedAt": STAMPS[2]},
+        3: record(3, "c1 task 1", uid="aaaaaaaaaaa1", blocked_by=[2], createdAt=STAMPS[2]),
+    }
+    exact = merge_boards(base.values(), ours.values(), theirs.values()).records
+    assert graph_problems(exact) == []
+    names = {r["subject"]: r for r in exact.values()}
+    assert names["c1 task 0"]["id"] == 3 and names["c1 task 0"]["blocks"] == [names["c1 task 1"]["id"]]
+    assert names["c1 task 1"]["blockedBy"] == [3] and names["c2 task 0"]["id"] == 2
+    settled = settle_pending(merged_files(base, ours, theirs))
+    assert [p for p in graph_problems(settled.records) if not p.startswith("cycle")] == []
+    assert sorted(r["uid"] for r in settled.records.values()) == sorted(r["uid"] for r in exact.values())
