@@ -499,6 +499,71 @@ def fixed_cycle(owner: str):
     return lambda attempt: ["--as", owner, "claim", "--json"] if attempt % 2 == 0 else ["--as", owner, "release", "1"]
 
 
+def remote_claim_figures(bench: Bench, root: Path) -> dict:
+    """`claim` then `release` in a clone whose claims go through a bare remote on this
+    machine (`init --remote origin`), next to a clone without one; and how many times a
+    claim talks to the remote (each round trip starts one upload-pack or receive-pack:
+    wrappers count them)."""
+    import subprocess
+
+    remote = root / "claims-remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    counter = root / "round-trips.log"
+    for pack in ("upload-pack", "receive-pack"):
+        wrapper = root / f"counting-{pack}"
+        wrapper.write_text(f'#!/bin/sh\necho {pack} >> "{counter}"\nexec git-{pack} "$@"\n')
+        wrapper.chmod(0o755)
+    boards = {}
+    for name, through_remote in (("plain", False), ("remote", True)):
+        repo = root / f"clone-{name}"
+        subprocess.run(["git", "clone", "-q", str(remote), str(repo)], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(repo), "config", "remote.origin.uploadpack", str(root / "counting-upload-pack")],
+            check=True,
+        )
+        subprocess.run(
+            ["git", "-C", str(repo), "config", "remote.origin.receivepack", str(root / "counting-receive-pack")],
+            check=True,
+        )
+        board = repo / ".tasks"
+        spawn([TASKS, "init", *(["--remote", "origin"] if through_remote else [])], environment(board))
+        for i in range(5):
+            spawn([TASKS, "create", f"seed {i}", "--json"], environment(board))
+        boards[name] = board
+    rows = bench.measure_together(
+        [
+            ("claim/release (no remote)", None, boards["plain"], fixed_cycle("bench"), None),
+            ("claim/release (--remote, bare on disk)", None, boards["remote"], fixed_cycle("bench"), None),
+        ],
+        runs=max(4, bench.runs - bench.runs % 2),
+    )
+    # a second clone that has not seen the claim loses it: its push is refused, one fetch names the winner
+    loser = root / "clone-loser"
+    subprocess.run(["git", "clone", "-q", str(remote), str(loser)], check=True, capture_output=True)
+    spawn([TASKS, "init", "--remote", "origin"], environment(loser / ".tasks"))
+    shutil.copy(boards["remote"] / "task_2.json", loser / ".tasks" / "task_2.json")
+    for pack in ("upload-pack", "receive-pack"):
+        subprocess.run(
+            [
+                "git",
+                "-C",
+                str(loser),
+                "config",
+                f"remote.origin.{pack.replace('-', '')}",
+                str(root / f"counting-{pack}"),
+            ],
+            check=True,
+        )
+    counter.write_text("")
+    spawn([TASKS, "--as", "bench", "claim", "2", "--json"], environment(boards["remote"]))
+    claim_trips = len(counter.read_text().split())
+    counter.write_text("")
+    lost = spawn([TASKS, "--as", "loser", "claim", "2", "--json"], environment(loser / ".tasks"))[1]
+    loser_trips = len(counter.read_text().split())
+    print(f"  claim through the remote: {claim_trips} round trip(s) to win, {loser_trips} to lose (exit {lost})")
+    return {"claim_plain": rows[0], "claim_remote": rows[1], "claim_trips": claim_trips, "loser_trips": loser_trips}
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time a process used so far (/proc/<pid>/stat, Linux)."""
     with open(f"/proc/{pid}/stat") as stat:
@@ -770,6 +835,7 @@ def main() -> int:
     parser.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "10000,100000"), help="board sizes")
     parser.add_argument("--keep", metavar="DIR", help="build the boards in DIR and leave them there")
     parser.add_argument("--merge-only", action="store_true", help="only the merge of two branches (issue 11)")
+    parser.add_argument("--remote-only", action="store_true", help="only claims through a git remote (issue 12)")
     options = parser.parse_args()
     runs = max(3, options.runs)
     sizes = [int(size) for size in options.sizes.split(",")]
@@ -785,6 +851,9 @@ def main() -> int:
         print(f"tasks: {TASKS}")
         if options.merge_only:
             return 0 if all("NOT" not in checked for _, _, checked in bench_merge(root)) else 1
+        if options.remote_only:
+            found = remote_claim_figures(bench, root)
+            return 0 if max(found["claim_trips"], found["loser_trips"]) <= 2 else 1
         for _ in range(3):  # warm the page cache
             bench.bare()
         bench.baselines.clear()
@@ -814,6 +883,7 @@ def main() -> int:
         tw = taskwarrior(root, boards[sizes[0]]["model"], max(3, runs // 2)) if 10_000 in sizes else []
         print("\nclaims and waiting:")
         claim_figures(bench, boards[sizes[0]]["folder"], clone_board(root))
+        remote_claims = remote_claim_figures(bench, root)
         waits = waiting_figures(root)
         mcp_checks = mcp_server(boards[10_000]["folder"], runs) if 10_000 in sizes else []
         print("\nthe journal:")
@@ -905,6 +975,10 @@ def main() -> int:
             )
         )
         checks += mcp_checks
+        trips = (remote_claims["claim_trips"], remote_claims["loser_trips"])
+        checks.append(
+            ("claim through a remote: git round trips (win, lose)", f"{trips[0]}, {trips[1]}", "≤ 2", max(trips) <= 2)
+        )
         checks += [
             (
                 "journal append: 200k lines ÷ empty",
