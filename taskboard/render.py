@@ -213,8 +213,19 @@ def trouble_counts(context: _Context, records: Iterable[Record]) -> Counter:
 
 
 def summary_line(records: list[Record], lookup, shown: int | None = None, with_deleted: bool = False, troubles=None):
-    """The one-line summary as plain text, trouble counted after the states."""
-    return Phrases(summary_phrases(records, lookup, shown, True, with_deleted, troubles)).text(10**9).plain
+    """The summary as plain text for stderr, trouble counted after the states: one line,
+    or, when stderr is a terminal, broken between phrases at its width (the terminal
+    would otherwise break it mid-phrase)."""
+    return Phrases(summary_phrases(records, lookup, shown, True, with_deleted, troubles)).text(_stderr_width()).plain
+
+
+def _stderr_width() -> int:
+    try:
+        if sys.stderr.isatty():
+            return max(20, os.get_terminal_size(sys.stderr.fileno()).columns)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 10**9
 
 
 def summary_phrases(
@@ -998,10 +1009,14 @@ def show_board(
     view = BoardView(listing, plain, records=records, context=context, every=every)
     screen = BoardScreen(view, None if plain else Phrases(_board_summary(listing, records, context)), height)
     if plain:
-        screen.reserve = 2  # the summary and the hint, on stderr
-        _show(screen, plain, out)
         shown = None if records is None else sum(1 for r in records if r["status"] != "deleted")
         summary = summary_line(listing.records, listing.lookup, shown, False, trouble_counts(context, listing.records))
+        # the summary and the hint go to stderr, one unwrapped line each: as many rows as
+        # the terminal wraps them into (the hint's length is known before its count)
+        width = max(1, out.width)
+        rows = sum(-(-cell_len(line) // width) for line in summary.splitlines())
+        screen.reserve = rows + -(-len("9999 more cards: tasks board --all") // width)
+        _show(screen, plain, out)
         hint = screen.hint()
         _write(sys.stderr, summary + "\n" + (hint.plain + "\n" if hint else ""))
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import subprocess
 
@@ -104,3 +105,82 @@ def test_shell_completion_offers_the_boards_task_ids(run, board_dir):
     assert _complete("tasks get ", {"TASKS_DIR": str(board_dir / "missing")}) == []  # no board: nothing, quietly
     script = subprocess.run(TASKS, env={**os.environ, "_TASKS_COMPLETE": "bash_source"}, capture_output=True)
     assert b"_tasks_completion" in script.stdout
+
+
+def test_the_summary_on_a_terminals_stderr_breaks_between_phrases(run, board_dir):
+    """Piped stdout, stderr at a 40-column terminal (NO_COLOR): the summary is broken
+    where a phrase ends, never where the terminal would break it."""
+    import fcntl
+    import struct
+    import termios
+
+    for number in range(12):
+        run("create", f"Task {number}", *(["--blocked-by", "1"] if number else []))
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 40, 0, 0))
+    process = subprocess.Popen(
+        [*TASKS, "--dir", str(board_dir), "list"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    os.close(follower)
+    out, _ = process.communicate(timeout=60)
+    err = b""
+    while select.select([leader], [], [], 0)[0]:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the follower closed: everything was read
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(leader)
+    assert process.returncode == 0 and len(out.splitlines()) == 12
+    lines = err.decode().replace("\r\n", "\n").strip().splitlines()
+    assert lines == ["12 tasks · 1 ready · 0 in progress", "11 blocked · 0 done"]
+
+
+def _on_a_terminal(args: list[str], columns: int, lines: int, env: dict) -> str:
+    """What `tasks ARGS` prints on a terminal of this size (stdout and stderr both on it)."""
+    import fcntl
+    import struct
+    import termios
+
+    leader, follower = os.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    process = subprocess.Popen(
+        [*TASKS, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, **env}
+    )
+    os.close(follower)
+    shown = b""
+    while True:
+        if not select.select([leader], [], [], 60)[0]:
+            break
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the command ended and closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    process.wait(timeout=60)
+    os.close(leader)
+    assert process.returncode == 0
+    return shown.decode().replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize(("columns", "lines"), [(40, 24), (80, 24), (80, 50), (160, 50)])
+def test_board_fits_a_real_terminal_with_its_summary(run, board_dir, columns, lines):
+    for number in range(1, 26):
+        run("create", f"Task number {number} of a plan", *(["--blocked-by", str(number - 1)] if number > 1 else []))
+    for done in range(1, 4):
+        run("done", str(done))
+    for env in ({"NO_COLOR": "1"}, {"TERM": "xterm-256color"}):
+        text = _on_a_terminal(["--dir", str(board_dir), "board"], columns, lines, env)
+        plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+        rows = sum(max(1, -(-len(line) // columns)) for line in plain.rstrip("\n").split("\n"))
+        assert rows <= lines - 1, (env, rows)  # and a line is left for the prompt
+        first = plain.split("\n")[0]
+        assert first.startswith(("+--", "╭─", "Blocked (")), first  # the top is never scrolled away
