@@ -123,7 +123,7 @@ def test_the_summary_on_a_terminals_stderr_breaks_between_phrases(run, board_dir
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=follower,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}, "NO_COLOR": "1"},
     )
     os.close(follower)
     out, _ = process.communicate(timeout=60)
@@ -150,8 +150,10 @@ def _on_a_terminal(args: list[str], columns: int, lines: int, env: dict) -> str:
 
     leader, follower = os.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    # the terminal's own size, not COLUMNS/LINES left in the environment (pytest-xdist sets them)
+    inherited = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
     process = subprocess.Popen(
-        [*TASKS, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**os.environ, **env}
+        [*TASKS, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, env={**inherited, **env}
     )
     os.close(follower)
     shown = b""
