@@ -316,13 +316,15 @@ def list_tasks(
     if inv.json:
         write(sys.stdout, listing.json_array(chosen) + "\n")  # what inv.data(records) would print
     elif not person:
-        from .views import summary_of, task_line
+        from .invocation import terminal_width
+        from .views import between_phrases, summary_of, task_line
 
         records = [listing.record(task_id) for task_id in chosen]
         write(sys.stdout, "".join(task_line(record) + "\n" for record in records))
         with_deleted = any(record["status"] == "deleted" for record in records)
         troubles = listing.troubles(runtime_facts(inv, listing.open_records))
-        write(sys.stderr, summary_of(listing.tally(), len(records), with_deleted, troubles) + "\n")
+        summary = summary_of(listing.tally(), len(records), with_deleted, troubles)
+        write(sys.stderr, between_phrases(summary, terminal_width(sys.stderr)) + "\n")
     else:
         from . import render
 

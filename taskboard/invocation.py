@@ -109,6 +109,14 @@ def plain_output() -> bool:
     return os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
 
 
+def terminal_width(stream: Any) -> int | None:
+    """The columns of the terminal `stream` writes to; None when it is no terminal."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def write(stream: Any, text: str) -> None:
     """Text out as UTF-8 whatever the locale, flushed: a script reads a subject back intact."""
     if hasattr(stream, "buffer"):

@@ -49,6 +49,7 @@ from . import views
 from .errors import UsageError
 from .graph import edges as graph_edges
 from .graph import open_blockers, ready_order
+from .invocation import terminal_width
 from .invocation import write as _write
 from .model import DEFAULT_PRIORITY, MARKERS, Record
 from .model import ids_text as _ids
@@ -216,16 +217,8 @@ def summary_line(records: list[Record], lookup, shown: int | None = None, with_d
     """The summary as plain text for stderr, trouble counted after the states: one line,
     or, when stderr is a terminal, broken between phrases at its width (the terminal
     would otherwise break it mid-phrase)."""
-    return Phrases(summary_phrases(records, lookup, shown, True, with_deleted, troubles)).text(_stderr_width()).plain
-
-
-def _stderr_width() -> int:
-    try:
-        if sys.stderr.isatty():
-            return max(20, os.get_terminal_size(sys.stderr.fileno()).columns)
-    except (OSError, ValueError, AttributeError):
-        pass
-    return 10**9
+    line = Phrases(summary_phrases(records, lookup, shown, True, with_deleted, troubles)).text(10**9).plain
+    return views.between_phrases(line, terminal_width(sys.stderr))
 
 
 def summary_phrases(

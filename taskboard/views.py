@@ -107,6 +107,20 @@ def summary_of(
     return text
 
 
+def between_phrases(line: str, width: int | None) -> str:
+    """A ` · `-joined line (a summary) broken only between its phrases to fit `width`
+    columns (None: one line), as a terminal would otherwise break it mid-phrase."""
+    if width is None or len(line) <= width:
+        return line
+    lines: list[str] = []
+    for phrase in line.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(phrase) <= width:
+            lines[-1] += " · " + phrase
+        else:
+            lines.append(phrase)
+    return "\n".join(lines)
+
+
 def unlocks(records: Iterable[Record]) -> dict[int, int]:
     """For every open task, how many open tasks wait on it, directly or through others:
     the bottlenecks have the big numbers. One pass over the graph with bit sets, so a
