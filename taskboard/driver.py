@@ -16,7 +16,6 @@ import os
 import re
 import sys
 
-from . import merging
 from .model import id_from_file_name
 
 MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
@@ -30,6 +29,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 4:
         sys.stderr.write("usage: tasks merge-driver BASE OURS THEIRS PATH (git runs it: see tasks init)\n")
         return 2
+    from . import merging
+
     base_path, ours_path, theirs_path, path = argv
     git_dir = find_git_dir(os.getcwd())  # git runs a driver at the top of the work tree
     board = os.path.dirname(path) or "."
@@ -201,6 +202,8 @@ def answer_ahead(git_dir: str, board: str) -> None:
     rebase's state or the merge's reflog action; a wrong guess costs only the shortcut,
     since an answer is used only for exactly the bytes it was computed from."""
     import subprocess
+
+    from . import merging
 
     def git(*args: str, data: bytes | None = None) -> bytes:
         return subprocess.run(["git", *args], input=data, capture_output=True, check=True).stdout
