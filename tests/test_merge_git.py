@@ -42,14 +42,31 @@ def branches(tmp_path, base, side_a, side_b) -> Clone:
     return repo
 
 
+def journal_events(clone: Clone) -> set[str]:
+    """The eid of every journal line on the board (tests/invariants-style: read directly)."""
+    found = set()
+    for shard in (clone.board / "journal").glob("*.jsonl"):
+        for line in shard.read_text(encoding="utf-8").splitlines():
+            assert not line.startswith(("<<<<<<<", "=======", ">>>>>>>")), f"{shard.name}: conflict markers"
+            found.add(json.loads(line)["eid"])
+    return found
+
+
 def every_way(tmp_path, repo: Clone, cycles: bool = False) -> dict[str, dict]:
-    """The board after each variant (by uid), judged on the way; merges must agree byte for byte."""
+    """The board after each variant (by uid), judged on the way; merges must agree byte for byte,
+    and every journal event of both branches is kept."""
     boards, files = {}, {}
+    events = set()
+    for branch in ("a", "b"):
+        repo.git("checkout", "-q", branch)
+        events |= journal_events(repo)
+    repo.git("checkout", "-q", "main")
     for label, (branch, command) in VARIANTS.items():
         clone = repo.copy(tmp_path / label.replace(" ", "-"))
         clone.git("checkout", "-q", branch)
         done = clone.git(*command)  # exit 0: no conflict
         records = judge(clone, cycles=cycles)
+        assert events <= journal_events(clone), f"{label}: journal events lost"
         if clone.dirty():  # the hook finished the board: the user is told to commit it
             assert "commit them" in done.stderr, (label, done.stderr)
             clone.commit("tasks: finish merging the board")
