@@ -133,12 +133,6 @@ def find_repo(start: Path) -> Repo | None:
     return None
 
 
-def merge_pending(root: Path) -> bool:
-    """Did a merge leave this board to finish? A stat or two; spawns nothing."""
-    repo = find_repo(root)
-    return repo is not None and repo.marker.exists()
-
-
 # -- the marker a driver leaves ------------------------------------------------------------------
 
 
