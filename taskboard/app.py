@@ -16,7 +16,7 @@ import sys
 
 from .errors import TaskError
 from .invocation import Invocation, fail
-from .messages import error_text, internal_text, permission_text
+from .messages import error_text, internal_text, os_error_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -37,11 +37,11 @@ def main(argv: list[str] | None = None) -> int:
         return fast() if fast is not None else _run_click(args, inv)
     except TaskError as exc:
         return fail(json_mode, exc.code, error_text(exc), exc.exit_code)
-    except PermissionError as exc:  # a board this user may not read or write: name it, it is no bug
-        return fail(json_mode, "corrupt", permission_text(exc), 6)
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except OSError as exc:  # a board this user may not write, a full disk, a vanished mount: named, no bug
+        return fail(json_mode, "corrupt", os_error_text(exc), 6)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # a bug: say so plainly, trace only on request

@@ -37,6 +37,7 @@ from .model import (
     now,
     parse_status,
     priority_of,
+    refuse_past_ceiling,
 )
 from .outcome import Event, Note, Outcome
 from .store import Store
@@ -221,7 +222,8 @@ class Board:
 
     def get(self, task_id: int, neighbours: bool = False) -> Outcome:
         """One task; with `neighbours`, also the records its lists name (None where
-        missing or unreadable), read under the same lock."""
+        missing or unreadable), read under the same lock, and the damage met on the way
+        (`damaged`: shown, then named, as a listing does)."""
         with self.store.reading() as notes:
             outcome = Outcome(self.store.read(task_id))
             if neighbours:
@@ -229,8 +231,12 @@ class Board:
                 for other in outcome.record["blockedBy"] + outcome.record["blocks"]:
                     try:
                         outcome.neighbours[other] = self.store.read(other)
-                    except (NotFound, Corrupt):
+                    except NotFound:
                         outcome.neighbours[other] = None
+                    except Corrupt as exc:
+                        outcome.neighbours[other] = None
+                        if exc.file not in [seen.file for seen in outcome.damaged]:
+                            outcome.damaged.append(exc)
         outcome.notes = notes
         return outcome
 
@@ -363,6 +369,7 @@ class Board:
             for other in blocked_by + blocks:
                 _refuse_deleted(change.get(other), "name it in an edge")
             new_id = self.store.last_id() + 1
+            refuse_past_ceiling(new_id)
             record = new_record(new_id, subject, description, owner, meta, now())
             change.add(record)
             outcome = Outcome(record)

@@ -8,7 +8,18 @@ import json
 import re
 
 from . import graph
-from .model import EXTENSION_KEYS, OPEN, encode, file_name, id_from_file_name, parse_json, problems_of, unparsable
+from .model import (
+    EXTENSION_KEYS,
+    MAX_ID,
+    OPEN,
+    encode,
+    file_name,
+    id_from_file_name,
+    parse_json,
+    problems_of,
+    text_problems,
+    unparsable,
+)
 from .outcome import Data, Event
 from .store import Store, read_bytes
 
@@ -100,7 +111,8 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
                         name,
                         None,
                         "file-name",
-                        f"{name} is not named task_<id>.json with a plain id, so the board ignores it",
+                        f"{name} is not named task_<id>.json with a plain id from 1 to {MAX_ID}, "
+                        "so the board ignores it",
                     )
                 )
             elif name.startswith(".") and name.endswith(".tmp"):
@@ -125,6 +137,9 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
             claimed.setdefault(record["id"], []).append(name)
         if not found:
             records[task_id] = record
+            # readable, and shown escaped everywhere, but not what input allows: said, never guessed at
+            for rule, message in text_problems(record):
+                problems.append(Problem(name, task_id, rule, f"{name}: {message}"))
     for task_id, files in claimed.items():
         if len(files) > 1:
             problems.append(

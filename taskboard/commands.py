@@ -11,6 +11,7 @@ import sys
 from .errors import UsageError
 from .invocation import Invocation, write
 from .messages import damage_error, error_text, mermaid_hint, problem_document
+from .text import json_safe, shown, shown_record, shown_value
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -30,9 +31,48 @@ def show_record(inv: Invocation, outcome: Outcome) -> int:
     else:
         from .views import task_line
 
-        write(sys.stdout, task_line(outcome.record) + "\n")
+        write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
     inv.report(outcome)
     return 0
+
+
+class PeopleListing:
+    """A listing as the views show it (what render reads of one: records, lookup, damage,
+    notes): every text in it made safe (taskboard.text), so no task file can drive the
+    terminal or forge a line. Records that need no escaping are the listing's own."""
+
+    def __init__(self, listing: Any):
+        self.listing = listing
+        self.records = [shown_record(record) for record in listing.records]
+        self._by_id = {record["id"]: record for record in self.records}
+        self.damaged, self.notes = listing.damaged, listing.notes
+
+    def lookup(self, task_id: int) -> Any:
+        found = self._by_id.get(task_id)
+        return found if found is not None else self.listing.lookup(task_id)
+
+    def record(self, task_id: int) -> Any:
+        found = self._by_id.get(task_id)
+        return found if found is not None else shown_record(self.listing.record(task_id))
+
+
+def for_people(listing: Any) -> Any:
+    return PeopleListing(listing)
+
+
+def _shown_records(records: list | None, people: PeopleListing) -> list | None:
+    return None if records is None else [people.record(record["id"]) for record in records]
+
+
+class _PeopleBoard:
+    """A board whose listings are made safe to show, for the watch view (render reads it)."""
+
+    def __init__(self, board: Any):
+        self.board = board
+        self.store = board.store
+
+    def listing(self, history: bool = True) -> Any:
+        return for_people(self.board.listing(history))
 
 
 def damage(inv: Invocation, listing: Listing) -> None:
@@ -64,9 +104,11 @@ def init(inv: Invocation, remote: str | None = None) -> int:
     if inv.json:
         inv.data(document)
     else:
-        write(sys.stderr, f"board ready at {root}" + (f" (created {', '.join(created)})" if created else "") + "\n")
+        write(
+            sys.stderr, f"board ready at {shown(root)}" + (f" (created {', '.join(created)})" if created else "") + "\n"
+        )
         for line in wired or ():
-            write(sys.stderr, f"git: {line}\n")
+            write(sys.stderr, f"git: {shown(line)}\n")
         for line in document.get("remote", {}).get("done", ()):
             write(sys.stderr, f"remote: {line}\n")
     return 0
@@ -102,7 +144,7 @@ def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     for fact in found.values():  # a failed gate is trouble, not just a failed attempt
         if is_gate_failure(str(fact.get("last_failure") or "")):
             fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
-    return found
+    return shown_value(found, lines=True)  # names and notes from the runtime state: made safe to show
 
 
 def get(inv: Invocation, task_id: int) -> int:
@@ -119,20 +161,26 @@ def get(inv: Invocation, task_id: int) -> int:
         history = inv.board.log(task_id, 50)
         facts = runtime_facts(inv, [outcome.record])
         fact = facts.setdefault(task_id, {})
-        fact["events"] = history.journaled
+        fact["events"] = shown_value(history.journaled, lines=True)
         gate = gate_fact(history.journaled)
         if gate is not None:
-            fact["gate"] = gate
+            fact["gate"] = shown_value(gate, lines=True)
+        record = shown_record(outcome.record)  # every text made safe to show (taskboard.text)
+        neighbours = {key: None if other is None else shown_record(other) for key, other in outcome.neighbours.items()}
         if inv.plain():  # as light as --json: the plain view needs no rich
             from .plain import task_text
 
-            inv.show(task_text(outcome.record, outcome.neighbours, facts, width=inv.width()))
+            inv.show(task_text(record, neighbours, facts, width=inv.width()))
         else:
             from . import render
 
-            render.show_task(outcome.record, outcome.neighbours, plain=False, facts=facts)
+            render.show_task(record, neighbours, plain=False, facts=facts)
         inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command
+    if outcome.damaged:  # a neighbour's damaged file: shown as such, then named (exit 6), as a listing does
+        for exc in outcome.damaged[:-1]:
+            inv.warn(error_text(exc))
+        raise damage_error(outcome.damaged)
     return 0
 
 
@@ -224,7 +272,7 @@ def import_plan(inv: Invocation, data: bytes) -> int:
     else:
         from .views import task_line
 
-        by_id = {record["id"]: record for record in outcome.written}
+        by_id = {record["id"]: shown_record(record) for record in outcome.written}
         write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
         write(sys.stderr, f"imported {len(created)} task(s)\n")
     inv.report(outcome)
@@ -261,12 +309,12 @@ def briefing_text(briefing: Any) -> str:
     listing = briefing.listing
 
     def line(record: dict, extra: str = "") -> str:
-        facts = describe(briefing.facts.get(record["id"], {}))
-        return f"  {task_line(record)}{extra}" + (" — " + "; ".join(facts) if facts else "") + "\n"
+        facts = [shown(fact) for fact in describe(briefing.facts.get(record["id"], {}))]
+        return f"  {task_line(shown_record(record))}{extra}" + (" — " + "; ".join(facts) if facts else "") + "\n"
 
-    text = f"board {briefing.board}: {summary(listing.records, listing.lookup)}\n"
+    text = f"board {shown(str(briefing.board))}: {summary(listing.records, listing.lookup)}\n"
     if briefing.caller:
-        text += f"you are {briefing.caller}\n"
+        text += f"you are {shown(briefing.caller)}\n"
         text += "you hold:\n" + "".join(map(line, briefing.held)) if briefing.held else "you hold nothing\n"
         if briefing.reserved:
             text += "reserved for you:\n" + "".join(map(line, briefing.reserved))
@@ -314,13 +362,13 @@ def list_tasks(
     everything = inv.board.select_ids(listing, statuses, owner, ready, blocked, include_deleted, **filters)
     chosen, total = page(everything, limit)
     if inv.json:
-        write(sys.stdout, listing.json_array(chosen) + "\n")  # what inv.data(records) would print
+        write(sys.stdout, json_safe(listing.json_array(chosen)) + "\n")  # what inv.data(records) would print
     elif not person:
         from .invocation import terminal_width
         from .views import between_phrases, summary_of, task_line
 
         records = [listing.record(task_id) for task_id in chosen]
-        write(sys.stdout, "".join(task_line(record) + "\n" for record in records))
+        write(sys.stdout, "".join(task_line(shown_record(record)) + "\n" for record in records))
         with_deleted = any(record["status"] == "deleted" for record in records)
         troubles = listing.troubles(runtime_facts(inv, listing.open_records))
         summary = summary_of(listing.tally(), len(records), with_deleted, troubles)
@@ -328,8 +376,9 @@ def list_tasks(
     else:
         from . import render
 
-        records = [listing.record(task_id) for task_id in chosen]
-        render.show_list(records, listing, plain=False, facts=runtime_facts(inv, listing.records))
+        people = for_people(listing)
+        records = [people.record(task_id) for task_id in chosen]
+        render.show_list(records, people, plain=False, facts=runtime_facts(inv, listing.records))
     if limit is not None and inv.json:
         inv.event("total", total, f"{total} in all")
     damage(inv, listing)
@@ -350,6 +399,8 @@ def board(
         raise UsageError("--watch redraws the board for people; --json prints it once (poll it to follow changes)")
     if watch and svg:
         raise UsageError("--watch redraws in the terminal and --svg writes one picture; ask for one at a time")
+    if svg and not inv.json:
+        check_svg_target(svg, inv.board.store.root)
     labels = tuple(labels)
     filtered = owner is not None or bool(labels)
 
@@ -370,7 +421,7 @@ def board(
         from .claims import state_of
 
         render.watch_board(
-            inv.board,
+            _PeopleBoard(inv.board),
             plain=inv.plain(),
             select=select,
             every=every,
@@ -380,7 +431,9 @@ def board(
         return 0
     listing = inv.board.listing()
     facts = runtime_facts(inv, listing.records)
-    render.show_board(listing, plain=inv.plain(), svg=svg, records=select(listing), every=every, facts=facts)
+    people = for_people(listing)
+    chosen = _shown_records(select(listing), people)
+    render.show_board(people, plain=inv.plain(), svg=svg, records=chosen, every=every, facts=facts)
     damage(inv, listing)
     return 0
 
@@ -396,7 +449,11 @@ def graph(
     from . import graph as graphs
     from . import views
 
+    if svg and not inv.json:
+        check_svg_target(svg, inv.board.store.root)
     listing = inv.board.listing()
+    if not inv.json:
+        listing = for_people(listing)  # every text escaped: the views, DOT and Mermaid show it
     records = [r for r in listing.records if include_deleted or r["status"] != "deleted"]
     if task_id is not None:
         if not any(r["id"] == task_id for r in listing.records):
@@ -424,6 +481,35 @@ def graph(
     return 0
 
 
+def check_svg_target(path: str, board_root: Any) -> None:
+    """Before any output: the picture's folder exists, takes a new file, and is not the
+    board's (an SVG written over a task file would damage it). A path that cannot be
+    is a usage error (2); one the system will not let us write is named (6)."""
+    import os
+
+    from .errors import Corrupt
+
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        what = "lies under a file" if os.path.lexists(folder) else "does not exist"
+        raise UsageError(f"cannot write the SVG to {path}: the folder {folder} {what}", "svg-path")
+    if os.path.isdir(target):
+        raise UsageError(f"cannot write the SVG to {path}: it is a folder", "svg-path")
+    board = os.path.realpath(board_root)
+    if os.path.realpath(folder) == board or os.path.realpath(folder).startswith(board + os.sep):
+        raise UsageError(f"cannot write the SVG to {path}: it is inside the board folder {board_root}", "svg-path")
+    probe = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.probe")
+    try:  # a file made and removed: the one test that root, ACLs and read-only mounts all answer
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        os.unlink(probe)
+        if os.path.lexists(target) and not os.access(target, os.W_OK):
+            raise PermissionError(13, "permission denied")
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        raise Corrupt(f"cannot write the SVG to {path}: {reason}", path, "unwritable") from None
+
+
 def check(inv: Invocation, fix: bool = False) -> int:
     """Validate every file and invariant; 0 when sound (after fixing), else 6."""
     from .gitwire import check_problems, finish_for_check
@@ -440,7 +526,8 @@ def check(inv: Invocation, fix: bool = False) -> int:
     else:
         from . import render
 
-        render.show_check(problems, ok, plain=inv.plain())
+        people = [{**problem, "message": shown(problem["message"])} for problem in problems]
+        render.show_check(people, ok, plain=inv.plain())
     return 0 if ok else 6
 
 

@@ -24,6 +24,7 @@ from .model import (
     new_record,
     now,
     parse_json_value,
+    refuse_past_ceiling,
 )
 from .outcome import Event, Outcome
 
@@ -232,6 +233,7 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
             if change.get(task_id)["status"] == "deleted":
                 raise Refused(f"the plan names #{task_id}, which is deleted", "plan-deleted", task=task_id)
         first = store.last_id() + 1
+        refuse_past_ceiling(first + len(tasks) - 1)
         ids = {task.key: first + position for position, task in enumerate(tasks)}
         names = {task_id: repr(key) for key, task_id in ids.items()}
 

@@ -5,13 +5,13 @@ error last). The click-free fast path and the click commands both build one.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 
 from .errors import UsageError
 from .messages import outcome_events
+from .text import json_text, shown_lines
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -52,14 +52,14 @@ class Invocation:
 
     def data(self, document: Any) -> None:
         """The one JSON document of a --json command."""
-        write(sys.stdout, json.dumps(document, ensure_ascii=False) + "\n")
+        write(sys.stdout, json_text(document) + "\n")
 
     def event(self, key: str, value: Any, human: str) -> None:
         """A message about what happened: `{key: value}` under --json, else the text."""
         if self.json:
-            write(sys.stderr, json.dumps({key: value}, ensure_ascii=False) + "\n")
+            write(sys.stderr, json_text({key: value}) + "\n")
         else:
-            write(sys.stderr, human + "\n")
+            write(sys.stderr, shown_lines(human) + "\n")
 
     def warn(self, message: str) -> None:
         self.event("warning", message, f"warning: {message}")
@@ -130,10 +130,9 @@ def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "
     """Report the error a command ends with (the last line of stderr); its exit code."""
     try:
         if json_mode:
-            line = json.dumps({"error": {"code": code, "message": message, "exit": exit_code}}, ensure_ascii=False)
-            write(sys.stderr, line + "\n")
+            write(sys.stderr, json_text({"error": {"code": code, "message": message, "exit": exit_code}}) + "\n")
         else:
-            write(sys.stderr, f"tasks: error: {message}{hint}\n")
+            write(sys.stderr, f"tasks: error: {shown_lines(message)}{hint}\n")
     except BrokenPipeError:
         pass
     return exit_code

@@ -9,10 +9,10 @@ server may word its hints its own way and fall back on the default messages.
 from __future__ import annotations
 
 import json
-import re
 
 from .errors import Corrupt, TaskError
 from .model import CONFLICT_MARKERS, ids_text
+from .text import shown_lines
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -74,6 +74,15 @@ def permission_text(exc: PermissionError) -> str:
         f"{exc.filename or 'the board'}: {(exc.strerror or 'permission denied').lower()}; "
         "check the permissions of the board folder"
     )
+
+
+def os_error_text(exc: OSError) -> str:
+    """A file the system refused (no permission, no space, a read-only disk): named."""
+    if isinstance(exc, PermissionError):
+        return permission_text(exc)
+    from .store import unusable
+
+    return unusable(exc.filename or "the board", exc).message
 
 
 def internal_text(exc: BaseException) -> str:
@@ -164,9 +173,6 @@ def entry_words(entry: dict[str, Any]) -> list[str]:
 
 def printable(text: str) -> str:
     """Journal text as it may reach a terminal: control characters but newline and tab
-    (C0, DEL, C1: an ESC or CSI would drive the terminal) shown as U+FFFD. A journal line
-    is data from the repository."""
-    return _UNPRINTABLE.sub("\ufffd", text)
-
-
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    (C0, DEL, C1: an ESC or CSI would drive the terminal) shown escaped, as all user
+    text is (taskboard.text). A journal line is data from the repository."""
+    return shown_lines(text)

@@ -14,7 +14,7 @@ import os
 import re
 import time
 
-from .errors import Corrupt, UsageError
+from .errors import Corrupt, Refused, UsageError
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -32,14 +32,15 @@ MAX_ID = 2**63 - 1
 MAX_SUBJECT = 500
 MAX_OWNER = 200
 MAX_DESCRIPTION = 65536
-MAX_META_DEPTH = 100  # well below the JSON parser's recursion limit, so every record reads back
+MAX_META_DEPTH = 100  # a value's nesting, on input and on reading: well below the JSON parser's recursion limit
 
 _FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
 _UID = re.compile(r"[0-9a-f]{12}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
-# C0 controls and DEL; newlines and tabs are allowed in descriptions only.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# C0 and C1 controls, DEL, and the Unicode line and paragraph separators: none in a one-line
+# text. A description may hold newlines, tabs (and carriage returns, of CRLF text), nothing else.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def file_name(task_id: int) -> str:
@@ -47,12 +48,16 @@ def file_name(task_id: int) -> str:
 
 
 def id_from_file_name(name: str) -> int | None:
-    """The id a board file name stands for, or None when it is not a task file."""
+    """The id a board file name stands for, or None when it is not a task file (a
+    number above the id ceiling never counts: no command could name that task)."""
     match = _FILE_NAME.fullmatch(name)
-    return int(match.group(1)) if match else None
+    if match is None or len(match.group(1)) > 19:
+        return None
+    task_id = int(match.group(1))
+    return task_id if task_id <= MAX_ID else None
 
 
-_FILE_NAME_LINES = re.compile(r"^task_([1-9][0-9]*)\.json$", re.MULTILINE)
+_FILE_NAME_LINES = re.compile(r"^task_([1-9][0-9]{0,18})\.json$", re.MULTILINE)
 
 
 def ids_from_file_names(names: list[str]) -> list[int]:
@@ -62,7 +67,13 @@ def ids_from_file_names(names: list[str]) -> list[int]:
     listing = "\n".join(names)
     if listing.count("\n") != max(len(names) - 1, 0):  # a name holds a newline: go one by one
         return [task_id for task_id in map(id_from_file_name, names) if task_id is not None]
-    return list(map(int, _FILE_NAME_LINES.findall(listing)))
+    return [task_id for task_id in map(int, _FILE_NAME_LINES.findall(listing)) if task_id <= MAX_ID]
+
+
+def refuse_past_ceiling(last: int) -> None:
+    """Ids stop at 2^63-1 (what every command can name): past it, no new task."""
+    if last > MAX_ID:
+        raise Refused(f"no ids left: #{MAX_ID} is the highest id a task can have, and it is taken", "no-ids")
 
 
 def max_id_of(names: list[str]) -> int:
@@ -237,7 +248,7 @@ def check_gate(value: Any) -> str:
         raise UsageError("the gate command is empty (to remove the gate, give it as empty)", "gate")
     if len(value) > MAX_COMMAND:
         raise UsageError(f"the gate command is {len(value)} characters long; at most {MAX_COMMAND} are allowed", "gate")
-    if any((ord(char) < 32 and char != "\t") or ord(char) == 127 for char in value):
+    if any((ord(char) < 32 and char != "\t") or 127 <= ord(char) <= 159 for char in value):
         raise UsageError("the gate command contains a control character; keep it on one line", "gate")
     return _utf8(value, "the gate command")
 
@@ -266,7 +277,7 @@ def check_metadata(metadata: dict) -> dict:
     metadata = dict(metadata)
     for key, value in metadata.items():
         if not isinstance(key, str) or not key.strip() or _CONTROL.search(key):
-            raise UsageError(f"the metadata key {key!r} is empty or unprintable")
+            raise UsageError(f"the metadata key {key!r} is empty or unprintable (a control character)")
         _utf8(key, "a metadata key")
         if value is REMOVE:
             continue
@@ -303,12 +314,25 @@ def json_depth(value: Any) -> int:
 
 
 def parse_json(data: bytes) -> Any:
-    """A task file's JSON, strictly: UTF-8, and no NaN or Infinity (nor 1e999), which
-    JSON does not have; every failure is a ValueError (or RecursionError)."""
+    """A task file's JSON, strictly: UTF-8, no NaN or Infinity (nor 1e999), which JSON
+    does not have, and no lone surrogate escape (`"\\ud800"`, half a character, which
+    no UTF-8 output can carry); every failure is a ValueError (or RecursionError)."""
     text = data.decode("utf-8")
     if text.startswith("\ufeff"):  # as json.loads says it
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    return _STRICT_JSON.decode(text)
+    value = _STRICT_JSON.decode(text)
+    if _SURROGATE_ESCAPE.search(text) and _SURROGATE.search(json.dumps(value, ensure_ascii=False)):
+        raise LoneSurrogate("holds a lone surrogate escape such as \\ud800 (half a character), which is not text")
+    return value
+
+
+# A surrogate can only come from a \\uXXXX escape: UTF-8 decoding refuses encoded ones.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class LoneSurrogate(ValueError):
+    """JSON text whose string escapes name half a character: valid JSON, but no text."""
 
 
 class NonFinite(ValueError):
@@ -358,7 +382,7 @@ def _given(stamp: str) -> Any:
 
 
 def _id_flaw(value: int) -> tuple[str, str] | None:
-    return None if value > 0 else ("type", "'id' should be a positive integer")
+    return None if 0 < value <= MAX_ID else ("type", f"'id' should be a positive integer, at most {MAX_ID}")
 
 
 def _status_flaw(value: str) -> tuple[str, str] | None:
@@ -367,8 +391,8 @@ def _status_flaw(value: str) -> tuple[str, str] | None:
 
 def _ids_flaw(key: str) -> Callable[[list], tuple[str, str] | None]:
     def flaw(value: list) -> tuple[str, str] | None:
-        sound = all(_is_a(item, int) and item > 0 for item in value)
-        return None if sound else ("type", f"{key!r} should list positive task ids")
+        sound = all(_is_a(item, int) and 0 < item <= MAX_ID for item in value)
+        return None if sound else ("type", f"{key!r} should list task ids (whole numbers from 1 to {MAX_ID})")
 
     return flaw
 
@@ -554,6 +578,10 @@ def unparsable(data: bytes, exc: Exception) -> tuple[str, str]:
     is "conflict-markers" for an unfinished merge (front ends add how to repair it)."""
     if data.startswith(b"<<<<<<< ") or b"\n<<<<<<< " in data:
         return "conflict-markers", f"{CONFLICT_MARKERS}; keep one side of each conflict"
+    if isinstance(exc, LoneSurrogate):
+        return "", str(exc)
+    if isinstance(exc, RecursionError):
+        return "", f"is nested too deeply to read (a value may nest at most {MAX_META_DEPTH} levels)"
     return "", f"not valid JSON ({_short(exc)})"
 
 
@@ -596,16 +624,24 @@ def _plainly_sound(record: Any, name: str) -> bool:
         return False
     for key in EDGE_KEYS:
         ids = get(key)
-        if type(ids) is not list or (ids and (set(map(type, ids)) != _JUST_INT or min(ids) <= 0)):
+        if type(ids) is not list or (ids and (set(map(type, ids)) != _JUST_INT or min(ids) <= 0 or max(ids) > MAX_ID)):
             return False
     uid, metadata = get("uid", "0" * 12), get("metadata", {})
     if type(uid) is not str or len(uid) != 12 or not _HEX.issuperset(uid) or type(metadata) is not dict:
         return False
     created, updated = get("createdAt", _SOME_TIME), get("updatedAt", _SOME_TIME)
-    return type(created) is str and type(updated) is str and _TWO_TIMES.fullmatch(created + updated) is not None
+    return (
+        type(created) is str
+        and type(updated) is str
+        and _TWO_TIMES.fullmatch(created + updated) is not None
+        # keys this version does not know, or values nested deeply: the full check
+        and _KEY_SET.issuperset(record)
+        and not (metadata and json_depth(metadata) > MAX_META_DEPTH + 1)
+    )
 
 
 _JUST_INT = {int}
+_KEY_SET = frozenset(KEY_ORDER)
 _SOME_TIME = "2026-11-29T18:03:11Z"
 _TWO_TIMES = re.compile(r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ){2}", re.ASCII)
 
@@ -631,7 +667,35 @@ def problems_of(record: Any, name: str) -> list[tuple[str, str]]:
             problems.append(
                 ("id-mismatch", f"the file name says #{id_from_file_name(name)} but 'id' is {record['id']}")
             )
+    for key, value in record.items():
+        if key not in _KEY_SET or key == "metadata":
+            # the limit metadata input sets for one value, here for each value of metadata and of an unknown key
+            values = value.items() if key == "metadata" else [(key, value)]
+            deep = [name for name, item in values if json_depth(item) > MAX_META_DEPTH]
+            if deep:
+                where = f"metadata {deep[0]!r}" if key == "metadata" else f"the key {key!r}"
+                problems.append(("nesting", f"{where} is nested too deeply (at most {MAX_META_DEPTH} levels)"))
     return problems
+
+
+def text_problems(record: Record) -> list[tuple[str, str]]:
+    """Text a sound record holds that input would have refused: control characters (an
+    escape code; a newline that would forge a line of `list`). Every view shows them
+    escaped (taskboard.text); `check` reports them."""
+    found = []
+    for key, pattern in (("subject", _CONTROL), ("owner", _CONTROL), ("description", _CONTROL_IN_TEXT)):
+        match = pattern.search(record[key])
+        if match:
+            found.append(("control-character", f"the {key} holds the control character U+{ord(match.group()):04X}"))
+    metadata = record.get("metadata", {})
+    for meta_key in metadata:
+        match = _CONTROL.search(meta_key)
+        if match:
+            found.append(
+                ("control-character", f"a metadata key holds the control character U+{ord(match.group()):04X}")
+            )
+            break
+    return found
 
 
 _JSON_NAMES = {int: "integer", str: "string", list: "array", dict: "object"}

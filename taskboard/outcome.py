@@ -62,8 +62,8 @@ class Outcome(Data):
     `written`: every record it wrote, in id order; `unblocked`: the tasks it made ready;
     `events`: what happened, task by task; `notes`: what the caller should hear;
     `neighbours`: for a read that asked, the records the task's lists name (None where
-    missing or unreadable); `journaled`: the journal entries the change appended
-    (taskboard.journal)."""
+    missing or unreadable); `damaged`: the damaged files such a read met (taskboard.errors.Corrupt);
+    `journaled`: the journal entries the change appended (taskboard.journal)."""
 
     def __init__(self, record: Record | None = None):
         self.record = record
@@ -72,4 +72,5 @@ class Outcome(Data):
         self.events: list[Event] = []
         self.notes: list[Note] = []
         self.neighbours: dict[int, Record | None] = {}
+        self.damaged: list[Any] = []
         self.journaled: list[dict[str, Any]] = []

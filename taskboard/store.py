@@ -55,10 +55,15 @@ _CHUNK = 1 << 16  # task files are small; a 1 MiB buffer per read cost more than
 def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
     """--dir, else TASKS_DIR, else the nearest .tasks/ walking up, but not past the top
     of the git work tree (a board above the repository is never used by accident),
-    else .tasks/ at the top of the git work tree, else ./.tasks/."""
-    if explicit:
+    else .tasks/ at the top of the git work tree, else ./.tasks/. A path given but
+    empty is a mistake (an unset shell variable), never a reason to look elsewhere."""
+    if explicit is not None:
+        if not explicit:
+            raise UsageError("the board path is empty; name a folder, or leave it out to find the board", "empty-dir")
         return Path(explicit)
-    if os.environ.get("TASKS_DIR"):
+    if "TASKS_DIR" in os.environ:
+        if not os.environ["TASKS_DIR"]:
+            raise UsageError("TASKS_DIR is set but empty; name a folder, or unset it to find the board", "empty-dir")
         return Path(os.environ["TASKS_DIR"])
     here = (cwd or Path.cwd()).absolute()
     for folder in (here, *here.parents):
@@ -136,6 +141,23 @@ def _sync_path(path: str, flags: int) -> None:
         os.close(fd)
 
 
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+def unusable(path: str | Path, exc: OSError, doing: str = "") -> Corrupt:
+    """An OS error on a board file or folder, for people: exit 6 naming the path (a full
+    disk, a read-only or vanished file system is no bug, and no usage error either)."""
+    if exc.errno in _NO_ROOM:
+        what = "no space left on the device" if exc.errno == errno.ENOSPC else "no space left (disk quota exceeded)"
+        return Corrupt(f"{path}: {what}{doing}; free some space and try again", str(path), "no-space")
+    if exc.errno == errno.EROFS:
+        return Corrupt(f"{path}: is on a read-only file system{doing}", str(path), "read-only")
+    if exc.errno == errno.ELOOP:
+        return Corrupt(f"{path}: a symbolic link loop is in the way{doing}", str(path), "symlink")
+    reason = (exc.strerror or str(exc)).lower()
+    return Corrupt(f"{path}: cannot be used ({reason}){doing}", str(path), "unusable")
+
+
 def _fsync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -176,6 +198,8 @@ class Store:
             return []
         except NotADirectoryError:
             raise UsageError(f"the board path {self.root} is not a folder") from None
+        except OSError as exc:  # a link loop, a folder we may not read, a vanished mount
+            raise unusable(self.root, exc) from None
 
     def is_own(self, name: str) -> bool:
         """Whether a name in the board folder is the store's own (the lock, the scratch folder, the cache)."""
@@ -190,6 +214,8 @@ class Store:
         except NotADirectoryError:  # the board path is, or lies under, a file
             raise UsageError(f"the board path {self.root} is not a folder") from None
         except OSError as exc:
+            if exc.errno == errno.ELOOP and not os.path.islink(f"{self.root}/{name}"):
+                raise unusable(self.root, exc) from None  # the board path loops, not the file
             raise self._unreadable(name, exc) from None
         return decode(data, name)
 
@@ -259,22 +285,16 @@ class Store:
         if self._exclusive:
             yield []
             return
-        try:
-            fd = os.open(self.lock_path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-        except (FileNotFoundError, NotADirectoryError):
-            yield []  # no board yet: nothing to read, nothing to lock
+        fd = self._open_lock(for_reading=True)
+        if fd is None:
+            yield []  # no board yet, or a read-only one: nothing can change it meanwhile
             return
-        except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
-                yield []  # a read-only board cannot be written meanwhile
-                return
-            raise self._bad_lock(exc) from None
         try:
             deadline = time.monotonic() + self.timeout
             with self._turnstile(fcntl.LOCK_SH, deadline):
                 self._flock(fd, fcntl.LOCK_SH, deadline)
             notes: list[Note] = []
-            if self.scratch_names():  # a killed writer's leftovers: finish them first
+            if self.scratch_names() or self._unfinished():  # a killed writer's leftovers: finish them first
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 with self.writing() as notes:
                     pass  # taking the write lock recovers
@@ -315,18 +335,58 @@ class Store:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.02)
 
+    def _open_lock(self, for_reading: bool) -> int | None:
+        """The lock file, opened without following a link and without waiting on a FIFO,
+        and checked to be a regular file. None when there is no board yet, or (for a
+        reader) when the board is read-only, so nothing can change it meanwhile."""
+        flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.lock_path, flags, 0o666)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if for_reading and exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+                return None
+            raise self._bad_lock(exc) from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise self._not_a_lock(mode)
+        return fd
+
+    def _not_a_lock(self, mode: int) -> Corrupt:
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
+        return Corrupt(
+            f"{LOCK_NAME}: is {kind}, not a regular file; remove it (the board recreates its lock file)",
+            LOCK_NAME,
+            "unreadable",
+        )
+
     def _bad_lock(self, exc: OSError) -> Exception:
+        """Why the lock file cannot be opened, naming it (or the board, when the trouble
+        is on the way to it); never an internal error."""
         if exc.errno == errno.ELOOP:  # never lock (or create) through a link someone planted
+            if not os.path.islink(self.lock_path):
+                return unusable(self.root, exc)  # the board path itself loops
             return Corrupt(
                 f"{LOCK_NAME}: is a symbolic link; remove it, the board recreates its lock file", LOCK_NAME, "symlink"
             )
-        if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):  # a user error, not a bug: say which file
+        kinds = {errno.EISDIR: stat.S_IFDIR, errno.ENXIO: stat.S_IFSOCK, errno.EOPNOTSUPP: stat.S_IFSOCK}
+        if exc.errno in kinds:  # a folder, or a socket or device where the lock belongs
+            return self._not_a_lock(kinds[exc.errno])
+        if exc.errno == errno.EROFS:
+            return Corrupt(
+                f"{LOCK_NAME}: cannot be locked for a change: {self.root} is on a read-only file system",
+                LOCK_NAME,
+                "read-only",
+            )
+        if exc.errno in (errno.EACCES, errno.EPERM):  # a user error, not a bug: say which file
             return Corrupt(
                 f"{LOCK_NAME}: cannot be locked for a change ({exc.strerror}); you need write access to {self.root}",
                 LOCK_NAME,
                 "unreadable",
             )
-        return exc
+        return unusable(self.lock_path, exc)
 
     def _busy(self) -> Busy:
         return Busy(
@@ -342,6 +402,9 @@ class Store:
             yield []
             return
         fresh = self.ensure_folder()
+        fd = self._open_lock(for_reading=False)  # a folder, FIFO, socket or link is named, never waited on
+        if fd is not None:
+            os.close(fd)
         from filelock import FileLock, Timeout  # only writers pay for filelock
 
         if self._lock is None:
@@ -358,7 +421,7 @@ class Store:
         self._exclusive = True
         try:
             notes = self.recover()
-            if fresh:  # a board made by any first write keeps its lock out of git
+            if fresh or self._unfinished():  # a board made by any first write keeps its lock out of git
                 self.write_git_files()
             yield notes
         finally:
@@ -367,8 +430,16 @@ class Store:
 
     def ensure_folder(self) -> bool:
         """Create the board folder for a first write; True when this call made it."""
-        if self.root.is_dir():
-            return False
+        try:
+            if stat.S_ISDIR(os.stat(self.root).st_mode):
+                return False
+            raise UsageError(f"the board path {self.root} is not a folder (a file is in the way)")
+        except FileNotFoundError:
+            pass
+        except NotADirectoryError:
+            raise UsageError(f"the board path {self.root} lies under a file, not a folder") from None
+        except OSError as exc:  # a link loop, a folder we may not search
+            raise unusable(self.root, exc) from None
         try:
             self.root.mkdir(parents=True)
         except FileExistsError:
@@ -377,7 +448,18 @@ class Store:
             raise UsageError(f"the board path {self.root} is not a folder (a file is in the way)") from None
         except NotADirectoryError:
             raise UsageError(f"the board path {self.root} lies under a file, not a folder") from None
+        except OSError as exc:  # /proc/x, a full or read-only disk: no board can live there
+            raise unusable(self.root, exc, "; the board folder cannot be created there") from None
         return True
+
+    def _unfinished(self) -> bool:
+        """A board whose first write was killed between making the folder and writing its
+        git files: a git file is missing and no task exists yet. (A board with tasks whose
+        owner removed a git file on purpose is left as it is.)"""
+        root = str(self.root)
+        if os.path.lexists(root + "/.gitignore") and os.path.lexists(root + "/.gitattributes"):
+            return False
+        return not self._unordered_ids()
 
     def write_git_files(self) -> list[str]:
         """The .gitignore (lock and scratch files) and .gitattributes a board needs; the ones written."""
@@ -395,8 +477,16 @@ class Store:
     ) -> None:
         """Replace the named board files and append lines to journal shards
         (taskboard.journal) as one change: all of it or none, even if the process is
-        killed at any instant. `remove`: task files that go in the same change (only a
-        merge that found one task in two files removes one)."""
+        killed at any instant, and none when the disk is full. `remove`: task files that
+        go in the same change (only a merge that found one task in two files removes one).
+
+        Every new file is first written in the scratch folder, and the intent (every new
+        content and journal line) beside it; they are synced together, then the journal
+        lines appended. Up to there a failure (no space, a read-only disk) undoes what was
+        done (the lines cut off again, the staged files and the intent removed): nothing
+        changed and nothing is left to replay. Moving the files into place needs no
+        space; a kill from there on is finished by the next command, since this command
+        could have reported success."""
         assert self._exclusive, "write outside the board lock"
         if not files and not appends and not remove:
             return
@@ -404,20 +494,70 @@ class Store:
             from .journal import check_writable
 
             check_writable(self.root, appends)
-        self.scratch.mkdir(exist_ok=True)
         if len(files) == 1 and not appends and not remove:
             self._apply(files)
             return
-        intent: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
-        if appends:
-            intent["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
-        if remove:
-            intent["remove"] = list(remove)
-        self._replace(self.scratch, INTENT_NAME, json.dumps(intent, ensure_ascii=False).encode("utf-8"), sync=False)
-        _sync_together([str(self.scratch / INTENT_NAME)], [str(self.scratch)])  # the intent is durable, then...
-        self._apply(files, journaled=True, remove=remove, appends=appends)
-        os.unlink(self.scratch / INTENT_NAME)
-        _fsync_folder(self.scratch)
+        staged: list[tuple[str, str]] = []
+        intent: str | None = None
+        sizes = self._shard_sizes(appends or {})
+        try:
+            self._make_scratch()
+            for name, data in files.items():
+                staged.append((name, self._stage(name, data, sync=False)))
+            document: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
+            if appends:
+                document["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
+            if remove:
+                document["remove"] = list(remove)
+            payload = json.dumps(document, ensure_ascii=False).encode("utf-8")
+            intent = self._replace(self.scratch, INTENT_NAME, payload, sync=False)
+            _sync_together([temp for _, temp in staged] + [intent], [str(self.scratch)])  # durable, then...
+            if appends:
+                self._append(appends)
+        except OSError as exc:
+            self._undo_appends(sizes)
+            self._discard([temp for _, temp in staged] + ([intent] if intent else []))
+            raise unusable(self.root, exc, "; nothing was changed") from None
+        try:
+            for name, temp in staged:
+                os.replace(temp, f"{self.root}/{name}")  # replaces a symlink itself, never its target
+                self._crash_point()
+            for name in remove or ():
+                if id_from_file_name(name) is not None:  # a task file of this board, never anything else
+                    with suppress(FileNotFoundError):
+                        os.unlink(self.root / name)
+            shards = [os.path.join(self.root, name) for name in appends or ()]
+            folders = [os.path.join(self.root, JOURNAL_FOLDER)] if appends else []  # a shard made just now
+            _sync_together(shards, folders + ([str(self.root)] if files or remove else []))
+            os.unlink(intent)
+            _fsync_folder(self.scratch)
+        except OSError as exc:  # the intent is whole and durable: the next command completes the change
+            raise unusable(self.root, exc, "; the next command completes the change") from None
+
+    def _shard_sizes(self, appends: dict[str, bytes]) -> dict[str, int | None]:
+        """How long each journal shard is before a change appends to it (None: not there)."""
+        sizes: dict[str, int | None] = {}
+        for name in appends:
+            try:
+                sizes[name] = os.lstat(os.path.join(self.root, name)).st_size
+            except OSError:
+                sizes[name] = None
+        return sizes
+
+    def _undo_appends(self, sizes: dict[str, int | None]) -> None:
+        """Cut journal shards back to what they were before a change that failed."""
+        for name, size in sizes.items():
+            path = os.path.join(self.root, name)
+            with suppress(OSError):
+                if size is None:
+                    os.unlink(path)
+                    continue
+                fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                try:
+                    if os.fstat(fd).st_size > size:
+                        os.ftruncate(fd, size)
+                finally:
+                    os.close(fd)
 
     def _append(self, appends: dict[str, bytes], replay: bool = False) -> list[Note]:
         """Append journal lines, not yet synced (_apply syncs them with the task files)."""
@@ -439,9 +579,16 @@ class Store:
 
     def write_plain(self, name: str, text: str) -> None:
         """A board file that is not a task (.gitignore, .gitattributes), atomically."""
-        self.scratch.mkdir(exist_ok=True)
-        self._replace(self.root, name, text.encode("utf-8"))
-        _fsync_folder(self.root)
+        try:
+            self._make_scratch()
+            self._replace(self.root, name, text.encode("utf-8"))
+            _fsync_folder(self.root)
+        except OSError as exc:
+            raise unusable(self.root, exc, f" (writing {name})") from None
+
+    def _make_scratch(self) -> None:
+        with suppress(FileExistsError):
+            os.mkdir(self.scratch)
 
     def _apply(
         self,
@@ -456,8 +603,13 @@ class Store:
         # replace, together (a quarter less time for 100 files), not one by one before each;
         # the journal lines likewise (the first sync flushes them all). The notes: journal
         # lines a recovery could not append.
-        for name, data in files.items():
-            self._replace(self.root, name, data, sync=not journaled)
+        try:
+            for name, data in files.items():
+                self._replace(self.root, name, data, sync=not journaled)
+        except OSError as exc:
+            if journaled:  # a recovery: the intent stays, a later command finishes the change
+                raise unusable(self.root, exc, "; an interrupted change waits to be finished") from None
+            raise unusable(self.root, exc, "; nothing was changed") from None
         for name in remove or ():
             if id_from_file_name(name) is not None:  # a task file of this board, never anything else
                 with suppress(FileNotFoundError):
@@ -470,8 +622,10 @@ class Store:
         _sync_together(durable, folders)
         return notes
 
-    def _replace(self, folder: Path, name: str, data: bytes, sync: bool = True) -> None:
-        temp = self.scratch / f".{name}.{os.getpid()}.tmp"
+    def _stage(self, name: str, data: bytes, sync: bool = True) -> str:
+        """A new file's content written in the scratch folder; its path there. On failure
+        (a full disk) nothing is left behind."""
+        temp = f"{self.scratch}/.{name}.{os.getpid()}.tmp"
         fd = os.open(temp, _WRITE_FLAGS, 0o666)  # 0o666 less the umask, as for any new file
         try:
             view = memoryview(data)
@@ -479,10 +633,30 @@ class Store:
                 view = view[os.write(fd, view) :]
             if sync:
                 os.fsync(fd)
-        finally:
+        except BaseException:
             os.close(fd)
-        os.replace(temp, folder / name)  # replaces a symlink itself, never its target
+            self._discard([temp])
+            raise
+        os.close(fd)
+        return temp
+
+    def _replace(self, folder: Path, name: str, data: bytes, sync: bool = True) -> str:
+        """One file replaced atomically; its path."""
+        temp = self._stage(name, data, sync)
+        target = f"{folder}/{name}"
+        try:
+            os.replace(temp, target)  # replaces a symlink itself, never its target
+        except OSError:
+            self._discard([temp])
+            raise
         self._crash_point()
+        return target
+
+    @staticmethod
+    def _discard(paths: list[str]) -> None:
+        for path in paths:
+            with suppress(OSError):
+                os.unlink(path)
 
     def _crash_point(self) -> None:
         # Test hook (tests/test_crash.py): TASKS_TEST_CRASH_AFTER=N makes this process SIGKILL
@@ -510,14 +684,18 @@ class Store:
         if INTENT_NAME in names:
             try:
                 intent = json.loads(read_bytes(self.scratch / INTENT_NAME))
+                if intent.get("intent") != 1:
+                    raise ValueError("not an intent this version writes")
                 files = {
                     name: text.encode("utf-8")
                     for name, text in intent["files"].items()
                     if id_from_file_name(name) is not None
                 }
+                for name, data in files.items():
+                    decode(data, name)  # a planted or damaged intent never writes a damaged task file
                 appends = _intent_appends(intent)
                 remove = [str(name) for name in intent.get("remove", [])]
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, Corrupt):
                 notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
                 lost = self._apply(files, journaled=True, remove=remove, appends=appends, replay=True)

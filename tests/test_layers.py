@@ -55,6 +55,7 @@ LAYERS = [
         "merging",
         "remote",
         "index",
+        "text",  # user text made safe to show: every view and message calls it
     },  # the core
 ]
 CORE = LAYERS[-1]

@@ -1,0 +1,634 @@
+"""Hostile files and hostile text (issue 10): every kind of file the board holds,
+damaged or planted, full disks, escape codes in every text field, id and depth
+limits, empty and odd paths. Real processes on real files; a size-limited tmpfs
+for the full disk.
+
+Rules these tests hold the board to (README, Guarantees):
+- no control character from task text reaches output (C0, DEL, C1, line and
+  paragraph separators, bidi overrides): it is shown escaped (`\\x1b`, `\\u009b`);
+- a lone surrogate in a file is damage, named, exit 6, the rest shown;
+- a lock that is not a regular file is named (exit 6), never waited on past --timeout;
+- a full disk is exit 6 "no space left" naming the board, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import tasks_process
+from invariants import assert_sound, hub_board, load_board, record, scratch_left, snapshot, write_board
+
+MAX_ID = 2**63 - 1
+META_DEPTH = 100  # the documented nesting limit (README, Decisions)
+# Every control character a terminal may act on: C0, DEL, C1, and the Unicode line breaks.
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def tasks(board: Path, *args: str, env: dict | None = None, input: bytes | None = None, timeout: float = 60):
+    return tasks_process("--dir", str(board), *args, env=env, input=input, timeout=timeout)
+
+
+def error_of(result) -> dict:
+    return json.loads(result.stderr.decode().strip().splitlines()[-1])["error"]
+
+
+def no_trace(result) -> None:
+    assert b"Traceback" not in result.stderr and b"internal error" not in result.stderr, result.stderr.decode()
+
+
+@pytest.fixture
+def b(tmp_path) -> Path:
+    """The issue's board B: `tasks create a; tasks create b`."""
+    board = tmp_path / "B"
+    for subject in ("a", "b"):
+        assert tasks(board, "create", subject).returncode == 0
+    return board
+
+
+def hand_edit(board: Path, task_id: int, **fields) -> None:
+    """Rewrite one task file the way a person (or a hostile merge) would."""
+    path = board / f"task_{task_id}.json"
+    data = json.loads(path.read_text())
+    data.update(fields)
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def try_mount(folder: Path, options: str) -> None:
+    """Mount a tmpfs there for this test, or skip saying why (root is needed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    found = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True)
+    if found.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {found.stderr.decode().strip()}")
+
+
+def unmount(folder: Path) -> None:
+    subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+# -- 1. a lone surrogate in a task file --------------------------------------------------
+
+
+def _surrogate_board(board: Path) -> None:
+    text = (board / "task_2.json").read_text().replace('"subject": "b"', '"subject": "b \\ud800"')
+    (board / "task_2.json").write_text(text)
+
+
+@pytest.mark.parametrize(
+    "args, code, shown",
+    [
+        (["list"], 6, "#1"),
+        (["list", "--json"], 6, '"id": 1'),
+        (["ready"], 6, "#1"),
+        (["get", "2"], 6, ""),
+        (["get", "2", "--json"], 6, ""),
+        (["board"], 6, "a"),
+        (["board", "--json"], 6, '"id": 1'),
+        (["graph"], 6, "#1"),
+        (["graph", "--format", "dot"], 6, "t1"),
+        (["check"], 6, ""),
+        (["check", "--fix"], 6, ""),
+        (["update", "1", "--add-blocks", "2"], 6, ""),
+        (["delete", "1"], 6, ""),
+    ],
+)
+def test_a_lone_surrogate_is_damage_named_by_every_reader(b, args, code, shown):
+    _surrogate_board(b)
+    before = snapshot(b)
+    result = tasks(b, *args)
+    no_trace(result)
+    assert result.returncode == code, (args, result.returncode, result.stderr.decode())
+    assert b"task_2.json" in result.stderr
+    assert shown.encode() in result.stdout
+    assert snapshot(b) == before
+
+
+def test_a_lone_surrogate_leaves_the_rest_of_the_board_usable(b):
+    _surrogate_board(b)
+    assert tasks(b, "get", "1").returncode == 0
+    assert tasks(b, "update", "1", "--subject", "still fine").returncode == 0
+    report = json.loads(tasks(b, "check", "--json").stdout)
+    assert not report["ok"]
+    assert [p["file"] for p in report["problems"]] == ["task_2.json"]
+    assert "surrogate" in report["problems"][0]["message"]
+
+
+# -- 2, 3. a lock (or scratch) that is not a regular file ---------------------------------
+
+
+def _folder(path: Path, outside: Path) -> None:
+    path.mkdir()
+
+
+def _fifo(path: Path, outside: Path) -> None:
+    os.mkfifo(path)
+
+
+def _socket(path: Path, outside: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    sock.close()  # the socket file stays
+
+
+def _link_to_folder(path: Path, outside: Path) -> None:
+    target = outside / "elsewhere"
+    target.mkdir(exist_ok=True)
+    os.symlink(target, path)
+
+
+def _link_to_fifo(path: Path, outside: Path) -> None:
+    target = outside / "a-fifo"
+    os.mkfifo(target)
+    os.symlink(target, path)
+
+
+PLANTED = {
+    "folder": _folder,
+    "fifo": _fifo,
+    "socket": _socket,
+    "link to a folder": _link_to_folder,
+    "link to a fifo": _link_to_fifo,
+}
+EVERY_COMMAND = [
+    ["list"],
+    ["list", "--json"],
+    ["ready"],
+    ["get", "1"],
+    ["get", "1", "--json"],
+    ["board"],
+    ["graph"],
+    ["check"],
+    ["check", "--fix"],
+    ["create", "x"],
+    ["create", "x", "--json"],
+    ["update", "1", "--subject", "y"],
+    ["claim", "--owner", "bob"],
+    ["delete", "2"],
+    ["init"],
+]
+
+
+@pytest.mark.parametrize("kind", list(PLANTED))
+def test_a_lock_that_is_not_a_regular_file_is_named_and_never_waited_on(b, kind):
+    os.unlink(b / ".lock")
+    PLANTED[kind](b / ".lock", b.parent)
+    before = snapshot(b)
+    for args in EVERY_COMMAND:
+        # a hang past --timeout would raise TimeoutExpired here
+        result = tasks(b, "--timeout", "1", *args, timeout=30)
+        no_trace(result)
+        assert result.returncode == 6, (kind, args, result.returncode, result.stderr.decode())
+        assert b".lock" in result.stderr
+        if "--json" in args:
+            assert error_of(result)["code"] == "corrupt"
+    assert snapshot(b) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "link to a fifo"])
+def test_a_scratch_that_is_not_a_folder_never_hangs_and_is_cleared(b, kind):
+    """.scratch is ours and git-ignored: whatever is planted there is removed (never
+    followed), as recovery removes any leftover, and the board goes on."""
+    shutil.rmtree(b / ".scratch")
+    PLANTED[kind](b / ".scratch", b.parent)
+    result = tasks(b, "--timeout", "1", "list", timeout=30)
+    no_trace(result)
+    assert result.returncode == 0 and b"#1" in result.stdout
+    assert tasks(b, "--timeout", "1", "create", "c", timeout=30).returncode == 0
+    assert (b / ".scratch").is_dir() and not (b / ".scratch").is_symlink()
+    assert_sound(b)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "folder", "link to a fifo"])
+def test_a_planted_intent_that_is_not_a_file_is_discarded(b, kind):
+    before = snapshot(b)  # before planting: reading a FIFO would wait for a writer
+    (b / ".scratch").mkdir(exist_ok=True)
+    PLANTED[kind](b / ".scratch" / "intent.json", b.parent)
+    result = tasks(b, "--timeout", "1", "list", timeout=30)
+    no_trace(result)
+    assert result.returncode == 0 and b"discarded" in result.stderr
+    assert scratch_left(b) == []
+    assert snapshot(b) == before
+
+
+# -- 4. a full disk -------------------------------------------------------------------------
+
+
+def _fill(folder: Path, leave: int) -> Path:
+    """Take all the free space of folder's file system but `leave` bytes."""
+    stats = os.statvfs(folder)
+    free = stats.f_bavail * stats.f_frsize
+    filler = folder / "filler"
+    with open(filler, "wb") as out, contextlib.suppress(OSError):
+        out.write(b"\0" * max(free - leave, 0))
+    return filler
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mount = tmp_path / "disk"
+    try_mount(mount, "size=1m")
+    yield mount
+    unmount(mount)
+
+
+def test_a_full_disk_is_named_changes_nothing_and_is_never_replayed(small_disk):
+    """A hub blocking 20 tasks, completed with less and less room left: every attempt
+    either succeeds whole or fails with exit 6 "no space left" naming the board, leaves
+    no scratch file, and nothing it failed to do is applied later when space returns."""
+    failures = 0
+    for leave in (0, 2048, 4096, 8192, 12288, 16384, 24576, 32768, 49152, 65536, 98304):
+        board = small_disk / f"board-{leave}"
+        hub_board(board, dependents=20)
+        assert tasks(board, "init").returncode == 0
+        before = snapshot(board)
+        filler = _fill(small_disk, leave)
+        result = tasks(board, "update", "1", "--status", "completed")
+        no_trace(result)
+        assert result.returncode in (0, 6), (leave, result.returncode, result.stderr.decode())
+        if result.returncode == 6:
+            failures += 1
+            message = result.stderr.decode()
+            assert "no space left" in message and str(board) in message, message
+            assert snapshot(board) == before, f"a failed change left traces (leave={leave})"
+            listed = tasks(board, "list")  # the board stays readable while the disk is full
+            assert listed.returncode == 0 and b"[ ] #1: hub" in listed.stdout, listed.stderr
+        filler.unlink()
+        after = tasks(board, "get", "1", "--json")
+        assert after.returncode == 0 and b"interrupted" not in after.stderr, after.stderr
+        expected = "completed" if result.returncode == 0 else "pending"
+        assert json.loads(after.stdout)["status"] == expected, leave
+        assert_sound(board)
+        shutil.rmtree(board)
+    assert failures, "the disk never filled up: the test proved nothing"
+
+
+def test_a_full_disk_on_create_and_on_a_first_write(small_disk):
+    board = small_disk / "board"
+    assert tasks(board, "create", "first").returncode == 0
+    before = snapshot(board)
+    filler = _fill(small_disk, 0)
+    for args in (["create", "x", "-d", "y" * 60000], ["create", "x"], ["update", "1", "-d", "z" * 60000]):
+        result = tasks(board, *args)
+        no_trace(result)
+        if result.returncode != 0:
+            assert result.returncode == 6 and b"no space left" in result.stderr, result.stderr
+        else:
+            before = snapshot(board)
+    assert snapshot(board) == before
+    fresh = small_disk / "fresh"
+    result = tasks(fresh, "create", "x", "--json")
+    no_trace(result)
+    assert result.returncode in (0, 6)
+    if result.returncode == 6:
+        assert error_of(result)["code"] == "corrupt" and "no space left" in error_of(result)["message"]
+    filler.unlink()
+    assert tasks(fresh, "create", "y").returncode == 0
+    assert (fresh / ".gitignore").exists() and (fresh / ".gitattributes").exists()
+    assert_sound(fresh)
+    assert_sound(board)
+
+
+def test_a_read_only_board_refuses_changes_by_name(small_disk):
+    board = small_disk / "board"
+    assert tasks(board, "create", "a").returncode == 0
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        before = snapshot(board)
+        result = tasks(board, "update", "1", "--status", "completed")
+        no_trace(result)
+        assert result.returncode == 6, result.stderr
+        assert b"read-only" in result.stderr and str(board).encode() in result.stderr
+        assert tasks(board, "list").returncode == 0
+        assert snapshot(board) == before
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+
+
+# -- 5. a first write killed right after creating the folder -------------------------------
+
+
+def test_a_board_left_bare_by_a_killed_first_write_gets_its_git_files(tmp_path):
+    for command in (["list"], ["get", "1"], ["create", "x"], ["check"]):
+        board = tmp_path / ("bare-" + command[0])
+        board.mkdir()  # all a first write killed after mkdir leaves
+        tasks(board, *command)
+        assert (board / ".gitignore").read_text().count(".lock") == 1, command
+        assert (board / ".gitattributes").exists(), command
+
+
+def test_a_first_write_killed_between_its_git_files_is_finished(tmp_path):
+    board = tmp_path / "board"
+    killed = tasks(board, "create", "x", env={"TASKS_TEST_CRASH_AFTER": "1"})
+    assert killed.returncode == -9
+    assert (board / ".gitignore").exists() and not (board / ".gitattributes").exists()
+    assert tasks(board, "list").returncode == 0
+    assert (board / ".gitattributes").read_text().startswith("task_*.json text eol=lf")
+
+
+def test_git_files_removed_from_a_board_with_tasks_stay_removed(b):
+    """A board with tasks whose owner removed .gitattributes on purpose is left alone."""
+    os.unlink(b / ".gitattributes")
+    assert tasks(b, "create", "c").returncode == 0
+    assert not (b / ".gitattributes").exists()
+
+
+# -- 6-9. control characters in text ---------------------------------------------------------
+
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x9b31m\x85\u2028\u202e\x7f"
+
+
+VIEWS = [
+    (["list"], 0),
+    (["list", "--all"], 0),
+    (["ready"], 0),
+    (["get", "1"], 0),
+    (["get", "2"], 0),
+    (["board"], 0),
+    (["graph"], 0),
+    (["graph", "1"], 0),
+    (["graph", "--format", "dot"], 0),
+    (["graph", "--format", "mermaid"], 0),
+    (["update", "1", "-d", "seen"], 0),
+    (["--as", "me", "claim", "1"], 4),  # refused: the message names the hostile owner
+    (["--as", "me", "update", "1", "--status", "pending", "--json"], 4),
+    (["check"], 6),  # reports the control characters
+]
+
+
+@pytest.mark.parametrize("colour", [False, True], ids=["plain", "terminal"])
+def test_no_control_character_from_task_text_reaches_any_output(b, colour):
+    """Hostile subject, owner, description, metadata and unknown keys, written by hand."""
+    hand_edit(b, 1, subject="x" + HOSTILE, owner="o" + HOSTILE, description="d\n" + HOSTILE, blocks=[2])
+    hand_edit(b, 2, blockedBy=[1], metadata={"note" + HOSTILE: "m" + HOSTILE, "deep": [{"k": HOSTILE}]})
+    data = json.loads((b / "task_2.json").read_text())
+    data["extra" + HOSTILE] = HOSTILE
+    (b / "task_2.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    env = {"FORCE_COLOR": "1", "COLUMNS": "200"} if colour else {"NO_COLOR": "1"}
+    hand_edit(b, 1, status="in_progress")
+    for args, code in VIEWS:
+        result = tasks(b, *args, env=env)
+        no_trace(result)
+        assert result.returncode == code, (args, result.stderr.decode())
+        for stream in (result.stdout.decode(), result.stderr.decode()):
+            if colour:  # rich writes its own SGR codes; none of ours may pass
+                stream = re.sub(r"\x1b\[[0-9;]*m", "", stream)
+                stream = re.sub(r"\x1b\]8;[^\x1b]*\x1b\\", "", stream)  # rich's hyperlinks, if any
+            assert not CONTROL.search(stream.replace("\n", "")), (args, stream)
+            assert "\u202e" not in stream
+    shown = tasks(b, "get", "1", env={"NO_COLOR": "1"}).stdout.decode()
+    assert "\\x1b]0;pwned\\x07\\x1b[2J\\u009b31m\\u0085" in shown
+
+
+def test_escape_codes_given_with_meta_reach_no_plain_output(b):
+    assert tasks(b, "update", "1", "--meta", "note=\x1b[2J\x1b[31mX").returncode == 0
+    shown = tasks(b, "get", "1", env={"NO_COLOR": "1"})
+    assert b"\x1b" not in shown.stdout and b"\\x1b[2J\\x1b[31mX" in shown.stdout
+    assert json.loads(tasks(b, "get", "1", "--json").stdout)["metadata"]["note"] == "\x1b[2J\x1b[31mX"
+
+
+def test_json_output_carries_no_raw_control_character(b):
+    hand_edit(b, 1, subject="x\x9b\x85\x7f\u2028y")
+    for args in (["get", "1", "--json"], ["list", "--json"], ["board", "--json"], ["graph", "--json"]):
+        result = tasks(b, *args)
+        assert result.returncode == 0
+        assert not CONTROL.search(result.stdout.decode().replace("\n", "")), args
+    assert json.loads(tasks(b, "get", "1", "--json").stdout)["subject"] == "x\x9b\x85\x7f\u2028y"
+
+
+def test_a_newline_in_a_hand_edited_subject_forges_no_task_line(b):
+    hand_edit(b, 2, subject="x\n[x] #99: forged")
+    listed = tasks(b, "list")
+    assert listed.returncode == 0
+    assert listed.stdout.decode().splitlines() == ["[ ] #1: a", "[ ] #2: x\\n[x] #99: forged"]
+    report = json.loads(tasks(b, "check", "--json").stdout)
+    assert not report["ok"]
+    assert [(p["file"], p["rule"]) for p in report["problems"]] == [("task_2.json", "control-character")]
+    assert tasks(b, "check").returncode == 6
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("subject", "x\x1b[2J"),
+        ("subject", "x\x9by"),
+        ("owner", "amy\x85"),
+        ("owner", "\x1b]0;t\x07"),
+        ("description", "d\x1b[31m"),
+        ("description", "d\x9b"),
+    ],
+)
+def test_check_reports_control_characters_in_text_fields(b, field, value):
+    hand_edit(b, 1, **{field: value})
+    report = json.loads(tasks(b, "check", "--json").stdout)
+    assert not report["ok"]
+    problem = report["problems"][0]
+    assert (problem["file"], problem["rule"], problem["fixed"]) == ("task_1.json", "control-character", False)
+    assert not CONTROL.search(tasks(b, "check").stderr.decode().replace("\n", ""))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["create", "csi \x9b31m"],
+        ["create", "next line \x85"],
+        ["create", "separator \u2028 here"],
+        ["create", "x", "--owner", "amy\x9b"],
+        ["create", "x", "--owner", "amy\x85"],
+        ["update", "1", "--owner", "x\x9b"],
+        ["update", "1", "--subject", "y\x85"],
+        ["create", "x", "-d", "d\x9b"],
+        ["create", "x", "--meta", "k\x9b=1"],
+        ["--as", "me\x9b", "update", "1", "--status", "in_progress"],
+        ["--as", "me\x1b[2J", "claim"],
+    ],
+)
+def test_c1_controls_are_refused_on_input(b, args):
+    before = snapshot(b)
+    result = tasks(b, *args)
+    no_trace(result)
+    assert result.returncode == 2, (args, result.stderr.decode())
+    assert b"control character" in result.stderr
+    assert not CONTROL.search(result.stderr.decode().replace("\n", ""))
+    assert snapshot(b) == before
+
+
+# -- 10. the id ceiling ----------------------------------------------------------------------
+
+
+def test_no_ids_left_above_the_ceiling(b):
+    write_board(b, [record(MAX_ID, subject="the last id", uid="7fffffffffff")])
+    before = snapshot(b)
+    for args in (["create", "x"], ["create", "x", "--json"]):
+        result = tasks(b, *args)
+        no_trace(result)
+        assert result.returncode == 4 and b"no ids left" in result.stderr, result.stderr
+    assert snapshot(b) == before
+    assert tasks(b, "get", str(MAX_ID)).returncode == 0
+
+
+@pytest.mark.parametrize("name", [f"task_{MAX_ID + 1}.json", "task_99999999999999999999999.json"])
+def test_file_names_above_the_ceiling_never_count(b, name):
+    (b / name).write_text(json.dumps(record(MAX_ID + 1)))
+    created = tasks(b, "create", "c", "--json")
+    assert created.returncode == 0 and json.loads(created.stdout)["id"] == 3
+    listed = tasks(b, "list", "--json")
+    assert [r["id"] for r in json.loads(listed.stdout)] == [1, 2, 3]
+    report = json.loads(tasks(b, "check", "--json").stdout)
+    assert [(p["file"], p["rule"]) for p in report["problems"]] == [(name, "file-name")]
+
+
+def test_edges_to_ids_above_the_ceiling_are_damage(b):
+    hand_edit(b, 1, blocks=[MAX_ID + 1])
+    assert tasks(b, "get", "1").returncode == 6
+    report = json.loads(tasks(b, "check", "--json").stdout)
+    assert [(p["file"], p["rule"]) for p in report["problems"]] == [("task_1.json", "type")]
+
+
+# -- 11. an empty board path ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args", [["create", "x"], ["create", "x", "--json"], ["list"], ["list", "--json"], ["get", "1", "--json"]]
+)
+def test_an_empty_board_path_is_a_usage_error(tmp_path, args):
+    found = tmp_path / ".tasks"
+    assert tasks(found, "create", "existing").returncode == 0
+    before = snapshot(found)
+    for how in ({"flag": True}, {"flag": False}):
+        if how["flag"]:
+            result = tasks_process("--dir", "", *args, cwd=tmp_path)
+        else:
+            result = tasks_process(*args, cwd=tmp_path, env={"TASKS_DIR": ""})
+        no_trace(result)
+        assert result.returncode == 2, (how, args, result.returncode, result.stderr.decode())
+        assert b"empty" in result.stderr and result.stdout == b""
+    assert snapshot(found) == before
+
+
+# -- 12. metadata nesting ------------------------------------------------------------------------
+
+
+def _nested(levels: int):
+    value: object = "leaf"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _deep_file(board: Path, levels: int) -> None:
+    """task_2.json with metadata.k nested `levels` deep, as a hand edit could write it."""
+    text = (board / "task_2.json").read_text()
+    deep = "[" * levels + '"leaf"' + "]" * levels
+    (board / "task_2.json").write_text(text.replace('"metadata": {}', '"metadata": {"k": ' + deep + "}"))
+
+
+@pytest.mark.parametrize("levels", [META_DEPTH, META_DEPTH + 1, 500, 981, 982, 990, 5000])
+def test_one_nesting_limit_on_reading_in_every_command(b, levels):
+    _deep_file(b, levels)
+    expected = 0 if levels <= META_DEPTH else 6
+    for args in (
+        ["get", "2"],
+        ["get", "2", "--json"],
+        ["list"],
+        ["list", "--json"],
+        ["board"],
+        ["graph", "--json"],
+        ["check"],
+        ["check", "--json"],
+        ["update", "2", "--subject", "z", "--json"],
+    ):
+        result = tasks(b, *args)
+        no_trace(result)
+        assert result.returncode == expected, (levels, args, result.returncode, result.stderr.decode())
+        if expected:
+            assert b"task_2.json" in result.stderr + result.stdout and b"nested" in result.stderr + result.stdout
+
+
+def test_the_same_nesting_limit_on_input(b):
+    deep = json.dumps(_nested(META_DEPTH))
+    assert tasks(b, "update", "1", "--meta", f"k={deep}").returncode == 0
+    too_deep = tasks(b, "update", "1", "--meta", f"k={json.dumps(_nested(META_DEPTH + 1))}")
+    assert too_deep.returncode == 2 and b"nested too deeply" in too_deep.stderr
+    assert tasks(b, "get", "1").returncode == 0 and tasks(b, "check").returncode == 0
+
+
+# -- also seen: odd paths, SVG targets, damaged neighbours ------------------------------------
+
+
+@pytest.mark.parametrize("args", [["create", "x"], ["init"], ["create", "x", "--json"]])
+def test_an_unusable_board_path_exits_6(args):
+    result = tasks_process("--dir", "/proc/x", *args)
+    no_trace(result)
+    assert result.returncode == 6 and b"/proc/x" in result.stderr, result.stderr
+
+
+def test_a_board_path_that_loops_exits_6(tmp_path):
+    os.symlink(tmp_path / "loop", tmp_path / "loop")
+    for args in (["create", "x"], ["list"], ["check"]):
+        result = tasks(tmp_path / "loop", *args)
+        no_trace(result)
+        assert result.returncode == 6 and b"loop" in result.stderr, (args, result.stderr)
+
+
+@pytest.mark.parametrize("command", ["board", "graph"])
+def test_svg_to_a_missing_folder_fails_before_any_output(b, tmp_path, command):
+    for target, code in (
+        (tmp_path / "nonexistent" / "dir" / "x.svg", 2),
+        (tmp_path, 2),  # a folder
+        (b / "task_1.json" / "x.svg", 2),  # under a file
+    ):
+        result = tasks(b, command, "--svg", str(target))
+        no_trace(result)
+        assert result.returncode == code, (target, result.returncode, result.stderr)
+        assert result.stdout == b"", target
+
+
+@pytest.mark.parametrize("command", ["board", "graph"])
+def test_svg_to_an_unwritable_folder_fails_before_any_output(b, tmp_path, command):
+    readonly = tmp_path / "ro"
+    try_mount(readonly, "size=64k,ro")
+    try:
+        result = tasks(b, command, "--svg", str(readonly / "x.svg"))
+        no_trace(result)
+        assert result.returncode == 6 and result.stdout == b"", result.stderr
+        assert str(readonly / "x.svg").encode() in result.stderr
+    finally:
+        unmount(readonly)
+
+
+@pytest.mark.parametrize("command", ["board", "graph"])
+def test_svg_into_the_board_is_refused(b, command):
+    before = snapshot(b)
+    result = tasks(b, command, "--svg", str(b / "task_1.json"))
+    no_trace(result)
+    assert result.returncode == 2 and result.stdout == b""
+    assert snapshot(b) == before
+
+
+def test_get_with_a_damaged_blocker_shows_it_and_exits_6(b):
+    """As for list: shown, the damaged file named on stderr, exit 6. (`get --json` needs
+    the task's own file alone, and reads nothing else: tests/test_footprint.py.)"""
+    assert tasks(b, "update", "2", "--add-blocked-by", "1").returncode == 0
+    (b / "task_1.json").write_text("{ damaged")
+    for env in ({"NO_COLOR": "1"}, {"FORCE_COLOR": "1"}):
+        result = tasks(b, "get", "2", env=env)
+        no_trace(result)
+        assert result.returncode == 6 and b"task_1.json" in result.stderr
+        assert b"#2" in result.stdout and b"#1" in result.stdout
+    assert tasks(b, "list").returncode == 6  # the same rule on the same board
+    alone = tasks(b, "get", "2", "--json")
+    assert alone.returncode == 0 and json.loads(alone.stdout)["blockedBy"] == [1]
+
+
+def test_load_board_helper_sees_what_the_tests_wrote(b):
+    """The fixture is the issue's board: two pending tasks, sound."""
+    assert sorted(load_board(b)) == [1, 2]
+    assert_sound(b)
