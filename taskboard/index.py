@@ -54,7 +54,8 @@ if TYPE_CHECKING:
 
 INDEX_NAME = "index"
 HISTORY_NAME = "history"
-FORMAT = b"taskboard cache 2\n"  # a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
+# a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
+FORMAT = b"taskboard cache 2\n"
 GITIGNORE = b"# taskboard: derived from the task files, never committed\n*\n"
 RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
 STRAY_NS = 60_000_000_000  # a temporary file this old belongs to a writer that died
