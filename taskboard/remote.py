@@ -31,8 +31,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
-import subprocess
 import time
 
 from .errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
@@ -40,6 +38,7 @@ from .outcome import Note, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    import subprocess
     from typing import Any
 
     from .board import Board
@@ -101,6 +100,8 @@ class Git:
     ) -> subprocess.CompletedProcess:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
         env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")
+        import subprocess  # here: `ready` asks this module whether claims go to a remote, and must not pay for it
+
         try:
             done = subprocess.run(
                 ["git", *args],
@@ -142,7 +143,7 @@ def document(uid: str, task: int, owner: str, state: str, clone: str, lease: flo
         "at": round(time.time(), 3),
         "lease": lease,
         "clone": clone,
-        "nonce": secrets.token_hex(8),
+        "nonce": os.urandom(8).hex(),
     }
     return (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
 
@@ -691,7 +692,7 @@ def configure(store: Store, name: str) -> list[str]:
         git.run("config", "--add", f"remote.{name}.fetch", refspec(name), check=True)
         done.append(f"git fetch {name} now brings its claim refs ({refspec(name)})")
     previous = config_of(store)
-    clone = previous.clone if previous is not None else secrets.token_hex(6)
+    clone = previous.clone if previous is not None else os.urandom(6).hex()
     state._ensure_folder()
     path = os.path.join(state.folder, CONFIG)
     with open(f"{path}.tmp", "w", encoding="utf-8") as f:

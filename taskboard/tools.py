@@ -142,19 +142,19 @@ def _get(board: Board, args: dict[str, Any]) -> Reply:
 
 
 def _list(board: Board, args: dict[str, Any]) -> Reply:
-    from .board import check_filters
+    from .board import check_filters, open_only, page
 
     statuses, owner, limit = args.get("status", []), args.get("owner"), args.get("limit", DEFAULT_LIMIT)
     filters = {"labels": args.get("labels", ()), "priority": args.get("priority"), "grep": args.get("grep")}
-    check_filters(False, False, statuses, **filters)  # a usage error comes before any wait for the board
-    listing = board.listing()
-    chosen = board.select(listing, statuses, owner, **filters)
+    query = check_filters(False, False, statuses, **filters)  # a usage error comes before any wait for the board
+    listing = board.listing(history=not open_only(query, False, False))  # open work costs what it costs
+    chosen, total = page(board.select_ids(listing, statuses, owner, **filters), limit)
     events: list[tuple[str, Any]] = [(key, value) for key, value, _human in outcome_events(_notes(listing.notes))]
     failure = None
     if listing.damaged:
         events += [("warning", error_text(exc)) for exc in listing.damaged[:-1]]
         failure = damage_error(listing.damaged)
-    return Reply({"tasks": chosen[:limit], "total": len(chosen)}, events, failure)
+    return Reply({"tasks": [listing.record(task_id) for task_id in chosen], "total": total}, events, failure)
 
 
 def _notes(notes: list) -> Outcome:

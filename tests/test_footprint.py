@@ -128,6 +128,17 @@ def test_commands_without_a_lock_never_import_filelock(tmp_path, small_board, ar
     assert "filelock" not in result["modules"], args
 
 
+@pytest.mark.parametrize(
+    "args", [("ready", "--json"), ("list", "--json", "--status", "pending"), ("ready",), ("get", "1")], ids=" ".join
+)
+def test_reads_of_open_work_start_no_process_machinery(tmp_path, small_board, args):
+    """Asking whether claims go through a git remote (taskboard.remote) costs `ready` no
+    import of subprocess, threading or secrets: those are for the claims that do."""
+    result = footprint(tmp_path, small_board, *args)
+    assert result["exit"] == 0, result["stderr"]
+    assert {"subprocess", "threading", "secrets"}.isdisjoint(result["modules"]), args
+
+
 @pytest.mark.parametrize("args", [("get", "1"), ("list",), ("ready",)], ids=" ".join)
 def test_human_reads_never_import_filelock(tmp_path, small_board, args):
     result = footprint(tmp_path, small_board, *args)
