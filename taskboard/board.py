@@ -293,6 +293,8 @@ class Board:
         else:
             candidates = list(shot.statuses())
         by_field = owner is not None or wanted_labels or priority is not None or needle is not None
+        if not (wanted or states or ready or blocked or by_field):  # everything live: a listing of statuses
+            return [task_id for task_id, status in candidates if include_deleted or status != "deleted"]
         chosen = []
         for task_id, status in candidates:
             if status == "deleted" and not (include_deleted or "deleted" in wanted):

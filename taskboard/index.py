@@ -219,24 +219,31 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
             ]
             _reread(store, folder, shot, stale, trusted)
             return _differs(shot, old)
-    # the folder changed, or there is no usable index: list it and match entries by id
-    ids = sorted(ids_from_file_names(os.listdir(folder)))
-    names = [f"task_{task_id}.json" for task_id in ids]
-    infos = _lstat_all(names, folder)
-    if None in infos:  # removed since the listing
-        kept = [i for i, info in enumerate(infos) if info is not None]
-        ids, names, infos = [ids[i] for i in kept], [names[i] for i in kept], [infos[i] for i in kept]
-    shot.ids, shot.names = array("q", ids), names
-    shot.ctimes = array("q", [info.st_ctime_ns for info in infos])  # type: ignore[union-attr]
-    shot.inodes = array("Q", [info.st_ino for info in infos])  # type: ignore[union-attr]
+    # The folder changed (a file added, removed or renamed), or there is no usable index:
+    # list it, then one lstat per task file as above, keeping its inode too, and match the
+    # old entries by id.
+    ids = array("q", sorted(ids_from_file_names(os.listdir(folder))))
+    names = old["names"] if ids == old["ids"] else [f"task_{task_id}.json" for task_id in ids]
+    keys = _keys(names, folder)
+    if None in keys:  # removed since the listing
+        kept = [i for i, key in enumerate(keys) if key is not None]
+        ids, names, keys = array("q", [ids[i] for i in kept]), [names[i] for i in kept], [keys[i] for i in kept]
+    shot.ids, shot.names = ids, names
+    shot.ctimes = array("q", [key[0] for key in keys])  # type: ignore[index]
+    shot.inodes = array("Q", [key[1] for key in keys])  # type: ignore[index]
     then_ctimes, then_inodes, then_kinds = old["ctimes"], old["inodes"], old["kinds"]
-    if shot.ids == old["ids"]:  # the same files: compare position by position
-        same = [
-            then_kinds[i] if now == then and inode == then_inode else UNSURE
-            for i, (now, then, inode, then_inode) in enumerate(
-                zip(shot.ctimes, then_ctimes, shot.inodes, then_inodes, strict=True)
+    if shot.ids == old["ids"]:  # the same files (one renamed over another): compare position by position
+        if shot.ctimes == then_ctimes and shot.inodes == then_inodes:
+            shot.kinds = bytearray(then_kinds)
+        else:
+            shot.kinds = bytearray(
+                [
+                    kind if now == then and inode == then_inode else UNSURE
+                    for now, then, inode, then_inode, kind in zip(
+                        shot.ctimes, then_ctimes, shot.inodes, then_inodes, then_kinds, strict=True
+                    )
+                ]
             )
-        ]
     else:
         at = {task_id: i for i, task_id in enumerate(old["ids"])}
         same = []
@@ -245,7 +252,7 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
             same.append(
                 then_kinds[i] if i is not None and then_ctimes[i] == now and then_inodes[i] == inode else UNSURE
             )
-    shot.kinds = bytearray(same)
+        shot.kinds = bytearray(same)
     _adopt_open(shot, old, shot.kinds)
     _reread(store, folder, shot, [i for i, kind in enumerate(shot.kinds) if kind == UNSURE], trusted)
     if shot.folder_key is not None and shot.folder_key[2] >= trusted:
@@ -264,14 +271,16 @@ _EMPTY: dict = {
 }
 
 
-def _lstat_all(names: list[str], folder: int) -> list[os.stat_result | None]:
+def _keys(names: list[str], folder: int) -> list[tuple[int, int] | None]:
+    """Each file's (ctime, inode), None for one removed meanwhile; no stat result kept alive."""
     try:
-        return [os.lstat(name, dir_fd=folder) for name in names]
+        return [((info := os.lstat(name, dir_fd=folder)).st_ctime_ns, info.st_ino) for name in names]
     except FileNotFoundError:
-        found: list[os.stat_result | None] = []
+        found: list[tuple[int, int] | None] = []
         for name in names:
             try:
-                found.append(os.lstat(name, dir_fd=folder))
+                info = os.lstat(name, dir_fd=folder)
+                found.append((info.st_ctime_ns, info.st_ino))
             except FileNotFoundError:
                 found.append(None)
         return found
@@ -288,41 +297,45 @@ def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray) -> None:
 
 
 def _differs(shot: Snapshot, old: dict) -> bool:
-    """Whether the index as checked now says more than the old one (then it is saved)."""
-    return (
-        shot.folder_key != old["folder"]
-        or shot.kinds != old["kinds"]
-        or shot.ids != old["ids"]
-        or shot.ctimes != old["ctimes"]
-        or shot.inodes != old["inodes"]
+    """Whether the index as checked now tells the next command more than the old one: a
+    folder it may vouch for, files that came or went, or an entry it may keep that the
+    old one lacks. A file that is only newer is read again either way: saving the index
+    for it would cost a busy board a save on every read."""
+    if (shot.folder_key is not None and shot.folder_key != old["folder"]) or shot.ids != old["ids"]:
+        return True
+    kinds, ctimes, inodes = old["kinds"], old["ctimes"], old["inodes"]
+    if shot.kinds == kinds and shot.ctimes == ctimes and shot.inodes == inodes:
+        return False
+    return any(
+        kind != UNSURE and (kind != kinds[i] or ctime != ctimes[i] or inode != inodes[i])
+        for i, (kind, ctime, inode) in enumerate(zip(shot.kinds, shot.ctimes, shot.inodes, strict=True))
     )
 
 
 def _reread(store: Store, folder: int, shot: Snapshot, positions: list[int], trusted: int) -> None:
     """Read these files again through the store (its rules for damaged files apply);
-    keep each entry only when the file is old enough to trust. The key is taken before
-    the read: a change during the read can leave the key stale, never the content."""
+    keep each entry only when the file is old enough to trust. The key (ctime and inode)
+    came from the lstat loop before the read: a change during the read can leave the key
+    stale, never the content."""
     for i in positions:
         task_id = shot.ids[i]
         for known in (shot.open, shot.open_text, shot.recent, shot.damaged):
             known.pop(task_id, None)
         shot.kinds[i] = UNSURE
         try:
-            info = os.lstat(shot.names[i], dir_fd=folder)
             record = store.read(task_id)
-        except (FileNotFoundError, NotFound):
+        except NotFound:
             continue  # gone since the listing: shown as gone, checked again next time
         except Corrupt as exc:
             shot.damaged[task_id] = exc
             continue
-        shot.ctimes[i], shot.inodes[i] = info.st_ctime_ns, info.st_ino
         status = record["status"]
         if status in OPEN:
             shot.open[task_id] = record
             shot.open_text[task_id] = json.dumps(record, ensure_ascii=False)
         elif shot.closed_text is not None:
             shot.closed_text[task_id] = json.dumps(record, ensure_ascii=False)
-        if info.st_ctime_ns < trusted:
+        if shot.ctimes[i] < trusted:
             shot.kinds[i] = KINDS[status]
         else:
             shot.recent[task_id] = status
@@ -401,10 +414,14 @@ def _load_history(store: Store, folder: int, shot: Snapshot, old: dict | None, t
     if old is None:
         return True
     kept = _history_positions(shot)
-    return not (
-        array("q", [shot.ids[i] for i in kept]) == old["ids"]
-        and array("q", [shot.ctimes[i] for i in kept]) == old["ctimes"]
-        and array("Q", [shot.inodes[i] for i in kept]) == old["inodes"]
+    ids = array("q", [shot.ids[i] for i in kept])
+    ctimes = array("q", [shot.ctimes[i] for i in kept])
+    inodes = array("Q", [shot.inodes[i] for i in kept])
+    if ids == old["ids"] and ctimes == old["ctimes"] and inodes == old["inodes"]:
+        return False
+    # saved only for an entry the old file lacks: one that is only newer is read again either way
+    return bool(
+        set(zip(ids, ctimes, inodes, strict=True)) - set(zip(old["ids"], old["ctimes"], old["inodes"], strict=True))
     )
 
 
