@@ -218,7 +218,7 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
                 if now != then or kind == UNSURE
             ]
             _reread(store, folder, shot, stale, trusted)
-            return _differs(shot, old)
+            return _differs(shot, old, stale)
     # The folder changed (a file added, removed or renamed), or there is no usable index:
     # list it, then one lstat per task file as above, keeping its inode too, and match the
     # old entries by id.
@@ -296,7 +296,7 @@ def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray) -> None:
             shot.open_text[task_id] = text
 
 
-def _differs(shot: Snapshot, old: dict) -> bool:
+def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None) -> bool:
     """Whether the index as checked now tells the next command more than the old one: a
     folder it may vouch for, files that came or went, or an entry it may keep that the
     old one lacks. A file that is only newer is read again either way: saving the index
@@ -304,11 +304,15 @@ def _differs(shot: Snapshot, old: dict) -> bool:
     if (shot.folder_key is not None and shot.folder_key != old["folder"]) or shot.ids != old["ids"]:
         return True
     kinds, ctimes, inodes = old["kinds"], old["ctimes"], old["inodes"]
-    if shot.kinds == kinds and shot.ctimes == ctimes and shot.inodes == inodes:
-        return False
+    if positions is None:  # else only these can differ
+        if shot.kinds == kinds and shot.ctimes == ctimes and shot.inodes == inodes:
+            return False
+        positions = range(len(kinds))
+    new_kinds, new_ctimes, new_inodes = shot.kinds, shot.ctimes, shot.inodes
     return any(
-        kind != UNSURE and (kind != kinds[i] or ctime != ctimes[i] or inode != inodes[i])
-        for i, (kind, ctime, inode) in enumerate(zip(shot.kinds, shot.ctimes, shot.inodes, strict=True))
+        new_kinds[i] != UNSURE
+        and (new_kinds[i] != kinds[i] or new_ctimes[i] != ctimes[i] or new_inodes[i] != inodes[i])
+        for i in positions
     )
 
 
