@@ -278,7 +278,7 @@ def test_a_damaged_cache_is_rebuilt_silently(board_dir, tmp_path, damage):
     elif damage == "empty":
         path.write_bytes(b"")
     elif damage == "other version":
-        path.write_bytes(data.replace(b"cache 2\n", b"cache 9\n", 1))
+        path.write_bytes(data.replace(index.FORMAT, b"taskboard cache 0\n", 1))  # an older layout
     elif damage == "valid but wrong shape":
         import marshal
         import zlib
