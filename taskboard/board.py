@@ -23,6 +23,7 @@ from .model import (
     Patch,
     Record,
     check_description,
+    check_file_size,
     check_label,
     check_limit,
     check_metadata,
@@ -176,6 +177,7 @@ class Change:
                 record["createdAt"] = stamp
             record["updatedAt"] = stamp
             files[file_name(task_id)] = data = encode(record)
+            check_file_size(task_id, len(data))
             # what callers print must be what the file says: sorted ids, the contract's key order
             canonical = json.loads(data)
             record.clear()
@@ -211,7 +213,7 @@ class Board:
 
     def __init__(self, store: Store, caller: str = ""):
         self.store = store
-        self.caller = caller
+        self.caller = check_caller(caller)
         self.offline = False  # claims and their refs stay on this clone (taskboard.remote)
 
     def change(self) -> Change:
@@ -834,6 +836,17 @@ def _transition(old: str, new: str) -> str:
     if old == "completed":
         return "reopened"
     return "released" if new == "pending" else "started"
+
+
+def check_caller(caller: str) -> str:
+    """Who is calling, as the journal and every refusal will name them: a name an owner
+    could have (no control characters), or nobody."""
+    if caller:
+        try:
+            check_owner(caller)
+        except UsageError as exc:
+            raise UsageError(exc.message.replace("the owner name", "the caller's name"), "caller") from None
+    return caller
 
 
 def _refuse_deleted(record: Record, doing: str) -> None:

@@ -497,8 +497,9 @@ def check_svg_target(path: str, board_root: Any) -> None:
     if os.path.isdir(target):
         raise UsageError(f"cannot write the SVG to {path}: it is a folder", "svg-path")
     board = os.path.realpath(board_root)
-    if os.path.realpath(folder) == board or os.path.realpath(folder).startswith(board + os.sep):
-        raise UsageError(f"cannot write the SVG to {path}: it is inside the board folder {board_root}", "svg-path")
+    for where in (os.path.realpath(folder), os.path.realpath(target)):  # a link into the board counts
+        if where == board or where.startswith(board + os.sep):
+            raise UsageError(f"cannot write the SVG to {path}: it is inside the board folder {board_root}", "svg-path")
     probe = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.probe")
     try:  # a file made and removed: the one test that root, ACLs and read-only mounts all answer
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 
 from .model import id_from_file_name
@@ -93,16 +94,29 @@ def _replace(path: str, data: bytes, scratch: str | None) -> None:
 # -- the git folder, read without spawning git ------------------------------------------------
 
 
+def read_small(path: str, limit: int = 4096) -> str | None:
+    """A small text file git keeps (`.git` naming a worktree's folder, `commondir`), or None:
+    never waits on a FIFO planted in its place, never reads a device or a huge file whole."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    finally:
+        os.close(fd)
+
+
 def find_git_dir(top: str) -> str | None:
     """The git folder of the work tree at `top`: `.git` itself, or the folder a `.git` file names."""
     dot = os.path.join(top, ".git")
     if os.path.isdir(dot):
         return dot
-    try:
-        with open(dot, encoding="utf-8") as f:
-            text = f.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
+    text = (read_small(dot) or "").strip()
     if not text.startswith("gitdir:"):
         return None
     return os.path.normpath(os.path.join(top, text[len("gitdir:") :].strip()))

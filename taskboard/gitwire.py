@@ -123,10 +123,9 @@ def find_repo(start: Path) -> Repo | None:
         if dot.is_dir():
             return Repo(folder, dot)
         if dot.is_file():
-            try:
-                text = dot.read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                return None
+            from .driver import read_small
+
+            text = (read_small(str(dot)) or "").strip()  # never a FIFO waited on, nor a huge file read
             if text.startswith("gitdir:"):
                 return Repo(folder, (folder / text[len("gitdir:") :].strip()).resolve())
             return None

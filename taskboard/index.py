@@ -57,6 +57,7 @@ HISTORY_NAME = "history"
 # a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
 FORMAT = b"taskboard cache 2\n"
 GITIGNORE = b"# taskboard: derived from the task files, never committed\n*\n"
+MAX_CACHE_BYTES = 512 << 20  # a cache file larger than this is no cache of ours (a million open tasks is ~300 MB)
 RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
 STRAY_NS = 60_000_000_000  # a temporary file this old belongs to a writer that died
 KINDS = {"pending": ord("p"), "in_progress": ord("i"), "completed": ord("c"), "deleted": ord("d")}
@@ -583,6 +584,8 @@ def _read_regular(path: str) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
+        if info.st_size > MAX_CACHE_BYTES:  # planted junk (a sparse gigabyte): never read, rebuilt
+            raise OSError(errno.EFBIG, "larger than any cache")
         parts = []
         while chunk := os.read(fd, max(info.st_size, 1 << 16)):
             parts.append(chunk)

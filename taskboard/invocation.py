@@ -9,7 +9,7 @@ import math
 import os
 import sys
 
-from .errors import UsageError
+from .errors import TaskError, UsageError
 from .messages import outcome_events
 from .text import json_text, shown_lines
 
@@ -118,12 +118,22 @@ def terminal_width(stream: Any) -> int | None:
 
 
 def write(stream: Any, text: str) -> None:
-    """Text out as UTF-8 whatever the locale, flushed: a script reads a subject back intact."""
-    if hasattr(stream, "buffer"):
-        stream.buffer.write(text.encode("utf-8"))
-    else:
-        stream.write(text)
-    stream.flush()
+    """Text out as UTF-8 whatever the locale, flushed: a script reads a subject back intact.
+    A stream that takes nothing more (stdout on a full disk, /dev/full) is named, no bug."""
+    try:
+        if hasattr(stream, "buffer"):
+            stream.buffer.write(text.encode("utf-8"))
+        else:
+            stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        from .errors import Corrupt
+
+        which = "standard error" if stream is sys.stderr else "standard output"
+        reason = (exc.strerror or str(exc)).lower()
+        raise Corrupt(f"{which}: cannot be written ({reason}); a change made is still made", which, "output") from None
 
 
 def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:
@@ -133,8 +143,8 @@ def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "
             write(sys.stderr, json_text({"error": {"code": code, "message": message, "exit": exit_code}}) + "\n")
         else:
             write(sys.stderr, f"tasks: error: {shown_lines(message)}{hint}\n")
-    except BrokenPipeError:
-        pass
+    except (BrokenPipeError, TaskError, OSError):
+        pass  # stderr takes nothing more: the exit code still says it
     return exit_code
 
 

@@ -40,6 +40,7 @@ _SHARD = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}\.jsonl")
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
 _MAX_SLUG = 60
 _CHUNK = 1 << 16
+_MAX_LINE = 1 << 22  # 4 MiB: far beyond any entry we write (a note is at most 64 Ki characters)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -243,10 +244,9 @@ def parse_line(line: bytes) -> dict[str, Any] | str:
     """One journal line as an entry, or why it is not one."""
     if line.startswith(_MARKERS):
         return "a git conflict marker from an unfinished merge; delete the marker lines, keep both sides' lines"
-    try:
-        entry = json.loads(line)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        return f"not valid JSON ({str(exc).splitlines()[0][:80]})"
+    entry, why = _decode(line)
+    if why:
+        return why
     if not isinstance(entry, dict):
         return "not a JSON object"
     for key, kind in (("at", str), ("actor", str), ("event", str)):
@@ -256,6 +256,23 @@ def parse_line(line: bytes) -> dict[str, Any] | str:
     if not isinstance(task, int) or isinstance(task, bool) or task <= 0:
         return "'task' should be a positive task id"
     return entry
+
+
+def _decode(line: bytes) -> tuple[Any, str]:
+    """A line's JSON, as strict as a task file's (no NaN, no half a character, at most
+    the nesting a value may have), or why not."""
+    from .model import MAX_META_DEPTH, LoneSurrogate, json_depth, parse_json
+
+    too_deep = f"nested too deeply (a value may nest at most {MAX_META_DEPTH} levels)"
+    try:
+        entry = parse_json(line)
+    except LoneSurrogate as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, too_deep
+    except (UnicodeDecodeError, ValueError) as exc:
+        return None, f"not valid JSON ({str(exc).splitlines()[0][:80]})"
+    return (None, too_deep) if json_depth(entry) > MAX_META_DEPTH + 1 else (entry, "")
 
 
 def concerns(entry: dict[str, Any], task_id: int) -> bool:
@@ -342,18 +359,30 @@ def _lines(root: Path, name: str, damaged: list[Damage]) -> Iterator[tuple[int, 
     if fd is None:
         return
     try:
-        rest, number = b"", 0
+        rest, number, skipping = b"", 0, False
         while chunk := os.read(fd, _CHUNK):
+            if skipping:  # the rest of a line too long to be an entry
+                cut = chunk.find(b"\n")
+                if cut < 0:
+                    continue
+                chunk, skipping, number = chunk[cut + 1 :], False, number + 1
             parts = (rest + chunk).split(b"\n")
             rest = parts.pop()
             for line in parts:
                 number += 1
                 if line.strip():
                     yield number, line
+            if len(rest) > _MAX_LINE:  # no memory or time spent on a planted gigabyte without a newline
+                damaged.append(Damage(name, number + 1, _too_long(), "too-long"))
+                rest, skipping = b"", True
         if rest.strip():
             yield number + 1, rest
     finally:
         os.close(fd)
+
+
+def _too_long() -> str:
+    return f"a line longer than {_MAX_LINE >> 20} MiB, which no entry is"
 
 
 def _lines_backwards(root: Path, name: str, damaged: list[Damage]) -> Iterator[bytes]:
@@ -362,16 +391,25 @@ def _lines_backwards(root: Path, name: str, damaged: list[Damage]) -> Iterator[b
     if fd is None:
         return
     try:
-        position, rest = os.fstat(fd).st_size, b""
+        position, rest, skipping = os.fstat(fd).st_size, b"", False
         while position > 0:
             step = min(_CHUNK, position)
             position -= step
-            parts = (os.pread(fd, step, position) + rest).split(b"\n")
+            block = os.pread(fd, step, position)
+            if skipping:  # the start of a line too long to be an entry
+                cut = block.rfind(b"\n")
+                if cut < 0:
+                    continue
+                block, skipping = block[: cut + 1], False
+            parts = (block + rest).split(b"\n")
             rest = parts[0]
             for line in reversed(parts[1:]):
                 if line.strip():
                     yield line
-        if rest.strip():
+            if len(rest) > _MAX_LINE:
+                damaged.append(Damage(name, 0, _too_long(), "too-long"))
+                rest, skipping = b"", True
+        if rest.strip() and not skipping:
             yield rest
     finally:
         os.close(fd)

@@ -47,6 +47,7 @@ _CLI_ERRORS: dict[str, Callable[[TaskError], str]] = {
     "stuck": lambda e: f"{e.data['summary']}; put it back with: tasks update {e.data['task']} --status pending --retry",
     "renew-needs-name": lambda e: "renew needs the holder's name: pass --as NAME or set TASKS_OWNER",
     "busy": lambda e: f"{e.message} (--timeout)",
+    "caller": lambda e: f"{e.message} (--as, else TASKS_OWNER)",
     "conflict-markers": lambda e: corrupt_text(getattr(e, "file", ""), e.reason, e.message),
     "delete-past-damage": lambda e: (
         f"cannot delete #{e.data['task']}: "
@@ -80,9 +81,11 @@ def os_error_text(exc: OSError) -> str:
     """A file the system refused (no permission, no space, a read-only disk): named."""
     if isinstance(exc, PermissionError):
         return permission_text(exc)
+    if exc.filename is None:  # the board's files are named where they fail: this is the output
+        return f"standard output: cannot be written ({(exc.strerror or str(exc)).lower()}); a change made is still made"
     from .store import unusable
 
-    return unusable(exc.filename or "the board", exc).message
+    return unusable(exc.filename, exc).message
 
 
 def internal_text(exc: BaseException) -> str:

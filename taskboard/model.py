@@ -32,6 +32,7 @@ MAX_ID = 2**63 - 1
 MAX_SUBJECT = 500
 MAX_OWNER = 200
 MAX_DESCRIPTION = 65536
+MAX_FILE_BYTES = 16 << 20  # a task file: what no hand-typed plan comes near, and a bound on every read
 MAX_META_DEPTH = 100  # a value's nesting, on input and on reading: well below the JSON parser's recursion limit
 
 _FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
@@ -68,6 +69,17 @@ def ids_from_file_names(names: list[str]) -> list[int]:
     if listing.count("\n") != max(len(names) - 1, 0):  # a name holds a newline: go one by one
         return [task_id for task_id in map(id_from_file_name, names) if task_id is not None]
     return [task_id for task_id in map(int, _FILE_NAME_LINES.findall(listing)) if task_id <= MAX_ID]
+
+
+def check_file_size(task_id: int, size: int) -> None:
+    """A task file is at most MAX_FILE_BYTES: a reader refuses a larger one as damaged,
+    so no change may write one."""
+    if size > MAX_FILE_BYTES:
+        raise UsageError(
+            f"#{task_id} would take {size} bytes; a task file holds at most {MAX_FILE_BYTES >> 20} MiB "
+            "(keep large data out of metadata)",
+            "too-large",
+        )
 
 
 def refuse_past_ceiling(last: int) -> None:

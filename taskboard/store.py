@@ -28,7 +28,16 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import Busy, Corrupt, NotFound, UsageError
-from .model import Record, decode, file_name, id_from_file_name, ids_from_file_names, ids_text, max_id_of
+from .model import (
+    MAX_FILE_BYTES,
+    Record,
+    decode,
+    file_name,
+    id_from_file_name,
+    ids_from_file_names,
+    ids_text,
+    max_id_of,
+)
 from .outcome import Note
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -79,15 +88,28 @@ def _is_work_tree_top(folder: Path) -> bool:
     return (folder / ".git").exists()
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """A file's bytes, never through a symbolic link."""
+def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """A regular file's bytes, never through a symbolic link, at most `limit` of them: a
+    device (`/dev/zero` planted as a task file) or a file too large for a task (a sparse
+    terabyte) raises OSError at once instead of filling memory. Small files, the common
+    case, cost no fstat."""
     fd = os.open(path, _READ_FLAGS)
     try:
         data = os.read(fd, _CHUNK)
         if len(data) == _CHUNK:
-            parts = [data]
-            while chunk := os.read(fd, _CHUNK):
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file (a device or socket)")
+            if info.st_size > limit:
+                raise OSError(
+                    errno.EFBIG, f"{info.st_size} bytes, more than the {limit >> 20} MiB a task file may hold"
+                )
+            parts, total = [data], len(data)
+            while total <= limit and (chunk := os.read(fd, _CHUNK)):
                 parts.append(chunk)
+                total += len(chunk)
+            if total > limit:  # it grew while read
+                raise OSError(errno.EFBIG, f"more than the {limit >> 20} MiB a task file may hold")
             data = b"".join(parts)
         return data
     finally:
@@ -683,7 +705,7 @@ class Store:
         notes = []
         if INTENT_NAME in names:
             try:
-                intent = json.loads(read_bytes(self.scratch / INTENT_NAME))
+                intent = json.loads(read_bytes(self.scratch / INTENT_NAME, limit=1 << 62))  # many files
                 if intent.get("intent") != 1:
                     raise ValueError("not an intent this version writes")
                 files = {

@@ -17,13 +17,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 # C0 (newline and tab included), DEL, C1 (U+0085 NEL, U+009B CSI...), the Unicode line
-# and paragraph separators, and the bidi embeddings, overrides and isolates that can
-# make a line read other than it is ("Trojan Source").
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# and paragraph separators, the bidi embeddings, overrides and isolates that can make a
+# line read other than it is ("Trojan Source"), and lone surrogates (half a character,
+# which no output can encode: shown as its escape, never a crash).
+_RANGES = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+UNSAFE = re.compile(f"[\x00-\x1f{_RANGES}]")
 # Where text may span lines (a description), newlines and tabs stay.
-_UNSAFE_IN_LINES = re.compile("\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_LINES = re.compile(f"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f{_RANGES}]")
 # What JSON output escapes beyond what json.dumps already does (C0, quote, backslash).
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_JSON = re.compile(f"[{_RANGES}]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 

@@ -19,11 +19,12 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import tasks_process
+from conftest import TASKS, tasks_process
 from invariants import assert_sound, hub_board, load_board, record, scratch_left, snapshot, write_board
 
 MAX_ID = 2**63 - 1
@@ -34,6 +35,21 @@ CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 def tasks(board: Path, *args: str, env: dict | None = None, input: bytes | None = None, timeout: float = 60):
     return tasks_process("--dir", str(board), *args, env=env, input=input, timeout=timeout)
+
+
+def _one_gigabyte() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+
+def tasks_in_1gb(board: Path | None, *args: str, cwd: Path | None = None, timeout: float = 60):
+    """`tasks` with 1 GB of address space: a command that reads a planted gigabyte whole
+    fails (MemoryError, exit 1) instead of passing slowly."""
+    where = ["--dir", str(board)] if board is not None else []
+    return subprocess.run(
+        [*TASKS, *where, *args], cwd=cwd, capture_output=True, timeout=timeout, preexec_fn=_one_gigabyte, check=False
+    )
 
 
 def error_of(result) -> dict:
@@ -632,3 +648,147 @@ def test_load_board_helper_sees_what_the_tests_wrote(b):
     """The fixture is the issue's board: two pending tasks, sound."""
     assert sorted(load_board(b)) == [1, 2]
     assert_sound(b)
+
+
+# -- the review: the next ten, found by trying every file the board holds ----------------------
+
+
+def _mknod_zero(path: Path) -> None:
+    """A character device that reads zeros forever, like /dev/zero (needs root)."""
+    try:
+        os.mknod(path, 0o644 | stat.S_IFCHR, os.makedev(1, 5))
+    except OSError as exc:
+        pytest.skip(f"cannot make a device node here (needs root): {exc.strerror}")
+
+
+@pytest.mark.parametrize("kind", ["device", "sparse 3 GB"])
+def test_a_device_or_a_huge_file_as_a_task_file_is_damage_named_at_once(b, kind):
+    """A planted /dev/zero or a sparse 3 GB task_3.json once hung `list` or filled memory."""
+    if kind == "device":
+        _mknod_zero(b / "task_3.json")
+    else:
+        with open(b / "task_3.json", "wb") as out:
+            out.truncate(3 << 30)
+    for args in (["list"], ["list", "--json"], ["get", "3"], ["board"], ["check"], ["create", "c", "--blocks", "3"]):
+        result = tasks_in_1gb(b, "--timeout", "2", *args)
+        no_trace(result)
+        assert result.returncode == 6 and b"task_3.json" in result.stderr, (args, result.stderr)
+    assert [r["id"] for r in json.loads(tasks(b, "list", "--json").stdout)] == [1, 2]
+
+
+def test_no_change_writes_a_task_file_larger_than_a_reader_takes(b):
+    text = (b / "task_1.json").read_text()
+    (b / "task_1.json").write_text(text.replace('"metadata": {}', '"metadata": {"big": "' + "x" * (16 << 20) + '"}'))
+    assert tasks(b, "get", "1").returncode == 6  # past 16 MiB: damaged, as for every reader
+    (b / "task_1.json").write_text(
+        text.replace('"metadata": {}', '"metadata": {"big": "' + "x" * ((16 << 20) - 400) + '"}')
+    )
+    assert tasks(b, "get", "1", "--json").returncode == 0
+    before = snapshot(b)
+    result = tasks(b, "update", "1", "--meta", "more=" + "y" * 1000)
+    no_trace(result)
+    assert result.returncode == 2 and b"16 MiB" in result.stderr
+    assert snapshot(b) == before
+
+
+def test_a_journal_line_without_end_costs_no_memory_and_is_reported(b):
+    shard = next((b / "journal").iterdir())
+    with open(shard, "ab") as out:
+        out.write(b"x" * (40 << 20))  # 40 MB and no newline: a planted or torn line
+    for args in (["log"], ["log", "--limit", "2"], ["get", "1"], ["log", "--json"]):
+        result = tasks_in_1gb(b, *args)
+        no_trace(result)
+        assert result.returncode == 0 and b"damaged journal line" in result.stderr, (args, result.stderr)
+    report = tasks(b, "check", "--json", timeout=60)
+    assert any("longer than 4 MiB" in p["message"] for p in json.loads(report.stdout)["problems"])
+
+
+@pytest.mark.parametrize("line", ['"actor": "x\\ud800"', '"deep": ' + "[" * 200 + "]" * 200])
+def test_a_journal_line_with_half_a_character_or_deep_nesting_is_damaged_not_a_crash(b, line):
+    shard = next((b / "journal").iterdir())
+    with open(shard, "a") as out:
+        out.write('{"at": "2026-12-01T00:00:00.000Z", "actor": "x", "task": 1, "event": "note", ' + line + "}\n")
+    for args in (["log"], ["log", "--json"], ["get", "1"], ["log", "1", "--limit", "5"]):
+        result = tasks(b, *args)
+        no_trace(result)
+        assert result.returncode == 0 and b"damaged journal line" in result.stderr, (args, result.stderr)
+    report = json.loads(tasks(b, "check", "--json").stdout)
+    assert not report["ok"] and [p["rule"] for p in report["problems"]] == ["journal"]
+
+
+def test_a_huge_planted_cache_is_never_read_and_is_rebuilt(b):
+    assert tasks(b, "list").returncode == 0  # the cache exists
+    for name in ("index", "history"):
+        path = b / ".cache" / name
+        path.unlink(missing_ok=True)
+        with open(path, "wb") as out:
+            out.truncate(3 << 30)
+    for args in (["list"], ["list", "--json"], ["board"], ["ready"]):
+        result = tasks_in_1gb(b, *args)
+        no_trace(result)
+        assert result.returncode == 0 and (b"#1" in result.stdout or b'"id": 1' in result.stdout), args
+    assert (b / ".cache" / "index").stat().st_size < 1 << 20  # a real cache again
+
+
+@pytest.mark.parametrize("kind", ["fifo", "huge file"])
+def test_a_hostile_dot_git_beside_the_board_never_hangs(tmp_path, kind):
+    """Every command looks for an unfinished merge by reading `.git`: a FIFO there hung them."""
+    if kind == "fifo":
+        os.mkfifo(tmp_path / ".git")
+    else:
+        with open(tmp_path / ".git", "wb") as out:
+            out.truncate(3 << 30)
+    for args in (["create", "a"], ["list"], ["--as", "amy", "claim"], ["check"], ["get", "1"]):
+        result = tasks_in_1gb(None, "--timeout", "2", *args, cwd=tmp_path, timeout=30)
+        no_trace(result)
+        assert result.returncode in (0, 6), (args, result.returncode, result.stderr)
+    assert json.loads(tasks_process("get", "1", "--json", cwd=tmp_path).stdout)["status"] == "in_progress"
+
+
+def test_svg_through_a_link_into_the_board_is_refused(b, tmp_path):
+    os.symlink(b / "task_1.json", tmp_path / "picture.svg")
+    before = snapshot(b)
+    for command in ("board", "graph"):
+        result = tasks(b, command, "--svg", str(tmp_path / "picture.svg"))
+        no_trace(result)
+        assert result.returncode == 2 and result.stdout == b"" and b"inside the board" in result.stderr
+    assert snapshot(b) == before
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_caller_name_with_control_characters_is_a_usage_error(b, how):
+    name = "ev\x1b[2Jil"
+    before = snapshot(b)
+    for args in (["create", "x"], ["update", "1", "--status", "in_progress"], ["note", "1", "hi"], ["claim"]):
+        result = tasks(b, "--as", name, *args) if how == "flag" else tasks(b, *args, env={"TASKS_OWNER": name})
+        no_trace(result)
+        assert result.returncode == 2 and b"caller's name" in result.stderr, (args, result.stderr)
+        assert b"\x1b" not in result.stderr
+    assert snapshot(b) == before
+
+
+def test_a_full_standard_output_is_named_and_a_change_made_stays_made(b):
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    for args in (["list"], ["get", "1"], ["list", "--json"], ["create", "c"], ["create", "d", "--json"]):
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run(
+                [*TASKS, "--dir", str(b), *args], stdout=full, stderr=subprocess.PIPE, timeout=60, check=False
+            )
+        no_trace(done)
+        assert done.returncode == 6 and b"standard output" in done.stderr, (args, done.stderr)
+    assert [r["subject"] for r in json.loads(tasks(b, "list", "--json").stdout)] == ["a", "b", "c", "d"]
+    with open("/dev/full", "wb") as full:  # stderr full too: the exit code still says what happened
+        done = subprocess.run([*TASKS, "--dir", str(b), "get", "9"], stderr=full, capture_output=False, timeout=60)
+    assert done.returncode == 3
+
+
+def test_a_planted_intent_of_damaged_records_is_never_replayed(b):
+    before = snapshot(b)
+    (b / ".scratch").mkdir(exist_ok=True)
+    files = {"task_1.json": "garbage", "task_2.json": json.dumps({"id": 2})}
+    (b / ".scratch" / "intent.json").write_text(json.dumps({"intent": 1, "files": files}))
+    result = tasks(b, "list")
+    no_trace(result)
+    assert result.returncode == 0 and b"discarded" in result.stderr
+    assert snapshot(b) == before and scratch_left(b) == []
