@@ -213,12 +213,12 @@ class Board:
 
     def __init__(self, store: Store, caller: str = ""):
         self.store = store
-        self.caller = check_caller(caller)
+        self.caller = caller  # checked by every change (check_caller), never by a read
         self.offline = False  # claims and their refs stay on this clone (taskboard.remote)
 
     def change(self) -> Change:
         """A change on this board, journaled as made by the caller (else the login name)."""
-        return Change(self.store, self.caller)
+        return Change(self.store, check_caller(self.caller))
 
     # -- reading ---------------------------------------------------------------
 
@@ -407,7 +407,7 @@ class Board:
         the gate first (taskboard.gates), at most `gate_timeout` seconds."""
         patch.check()
         check_note(note)
-        check_owner(self.caller)
+        check_caller(self.caller)
         if patch.status != "completed":
             return self._follow(self._update(task_id, patch, force, note, failed, release, retry))
         from . import gates
@@ -650,7 +650,9 @@ class Board:
 
     def _require_board(self, task_ids: Iterable[int]) -> None:
         """Naming a task on a board that does not exist yet is 'not found', and must not
-        create the board folder on the way (a failed command changes nothing)."""
+        create the board folder on the way (a failed command changes nothing). A caller's
+        name that no owner could have is a usage error before that."""
+        check_caller(self.caller)
         for task_id in task_ids:
             if not self.store.root.is_dir():
                 self.store.task_ids()  # a path that is a file: usage error
