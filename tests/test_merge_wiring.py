@@ -205,7 +205,10 @@ def test_three_clones_pull_and_push_in_turn_and_lose_nothing(tmp_path, pull):
     for turn in range(5):
         for number, clone in enumerate(clones, 1):
             mine = [r for r in clone.records().values() if r["subject"].startswith(f"c{number} ")]
-            blockers = ["--blocked-by", str(max(r["id"] for r in mine))] if mine else ["--blocked-by", "1"]
+            # the clone's newest task by name: a merge may renumber it below an older one
+            # (the task created first keeps a contested id; equal seconds go by uid)
+            newest = max(mine, key=lambda r: r["subject"]) if mine else None
+            blockers = ["--blocked-by", str(newest["id"] if newest else 1)]
             created = clone.tasks.json("create", f"c{number} task {turn}", *blockers)
             made.append(created["uid"])
             clone.commit(f"c{number}: task {turn}")
