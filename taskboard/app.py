@@ -86,64 +86,76 @@ def _run_click(args: list[str], inv: Invocation) -> int:
 def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
     """The calls agents and scripts make in loops, run without importing click:
     `get ID`, `list [--status S]... [--limit N]`, `ready [--limit N]` (each with --json,
-    or plain for a pipe), `create SUBJECT --json` and `call`, with `--dir P` anywhere.
-    Anything else, even a spelling of these that click would accept, returns None and
-    goes through click, which stays the one definition of the command line."""
+    or plain for a pipe), `create SUBJECT --json`, `claim [ID] [--owner NAME] --json` and
+    `call`, with `--dir P` anywhere. Anything else, even a spelling of these that click
+    would accept, returns None and goes through click, which stays the one definition of
+    the command line."""
     from . import commands
     from .errors import UsageError
     from .model import parse_id
 
     parsed = _fast_parse(args, inv)
-    if parsed is None:
+    if parsed is None or (parsed["command"] in ("create", "claim") and not inv.json):
         return None
-    command, operands, statuses, limit = parsed
-    if command == "get":
+    command, operands = parsed["command"], parsed["operands"]
+    task_id = None
+    if command in ("get", "claim") and operands:
         try:
             task_id = parse_id(operands[0])
         except UsageError:
             return None  # let click word the usage error
-        return lambda: commands.get(inv, task_id)
-    if command in ("list", "ready"):  # --json or plain text: neither needs click (nor rich when piped)
-        return lambda: commands.list_tasks(inv, statuses, ready=command == "ready", limit=limit)
-    if command == "create" and not inv.json:
-        return None
     runs = {
+        "list": lambda: commands.list_tasks(inv, parsed["statuses"], limit=parsed["limit"]),
+        "ready": lambda: commands.list_tasks(inv, ready=True, limit=parsed["limit"]),
+        "get": lambda: commands.get(inv, task_id),  # type: ignore[arg-type]  # get always has its ID
         "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
+        "claim": lambda: commands.claim(inv, task_id, parsed["owner"]),  # the agent loop's call
         "call": _harness_call(inv),  # the subprocess tool loop's one command (taskboard.harness)
     }
     return runs[command]
 
 
-def _fast_parse(args: list[str], inv: Invocation) -> tuple[str, list[str], list[str], int | None] | None:
-    """(command, operands, statuses, limit) of a command line the fast path takes, else None."""
+_OPERANDS = {"get": (1,), "create": (1,), "claim": (0, 1)}  # how many each command takes
+
+
+def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
+    """The parts of a command line the fast path takes (command, operands, statuses,
+    limit, owner), else None."""
     from .errors import UsageError
     from .model import STATUSES, parse_limit
 
     rest, command, operands = list(args), None, []
-    statuses: list[str] = []
-    limit: int | None = None
+    found: dict = {"statuses": [], "limit": None, "owner": None}
     while rest:
         token = rest.pop(0)
         if token == "--json":
             inv.json = True
         elif token == "--dir" and rest:  # before or after the command, as click takes it
             inv.board_dir = rest.pop(0)
-        elif command is None and token in ("get", "list", "ready", "create", "call"):
+        elif command is None and token in ("get", "list", "ready", "create", "claim", "call"):
             command = token
-        elif command in ("get", "create") and not token.startswith("-"):
+        elif command in _OPERANDS and not token.startswith("-"):
             operands.append(token)
         elif token == "--status" and command == "list" and rest and rest[0] in STATUSES:
-            statuses.append(rest.pop(0))
-        elif token == "--limit" and command in ("list", "ready") and rest and limit is None:
+            found["statuses"].append(rest.pop(0))
+        elif token == "--limit" and command in ("list", "ready") and rest and found["limit"] is None:
             try:
-                limit = parse_limit(rest.pop(0))
+                found["limit"] = parse_limit(rest.pop(0))
             except UsageError:
                 return None  # let click word the usage error
+        elif (
+            token == "--owner"
+            and command == "claim"
+            and rest
+            and not rest[0].startswith("-")
+            and found["owner"] is None
+        ):
+            found["owner"] = rest.pop(0)
         else:
             return None
-    if command is None or len(operands) != (command in ("get", "create")):
+    if command is None or len(operands) not in _OPERANDS.get(command, (0,)):
         return None
-    return command, operands, statuses, limit
+    return {"command": command, "operands": operands, **found}
 
 
 def _harness_call(inv: Invocation) -> Callable[[], int]:

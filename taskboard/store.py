@@ -481,7 +481,8 @@ class Store:
         root = str(self.root)
         if os.path.lexists(root + "/.gitignore") and os.path.lexists(root + "/.gitattributes"):
             return False
-        return not self._unordered_ids()
+        with os.scandir(root) as entries:  # stops at the first task file: a board built by hand has no git files
+            return not any(id_from_file_name(entry.name) is not None for entry in entries)
 
     def write_git_files(self) -> list[str]:
         """The .gitignore (lock and scratch files) and .gitattributes a board needs; the ones written."""

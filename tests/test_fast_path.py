@@ -18,9 +18,11 @@ from invariants import record, write_board
 import taskboard.app
 from taskboard.invocation import Invocation
 
-COMMANDS = ["get", "list", "ready", "create"]
+COMMANDS = ["get", "list", "ready", "create", "claim"]
 OPERANDS = ["1", "2", "3", "9", "#2", "0", "07", "-1", "x", "", "Write parser", "Fix [red] it", "tab\there", "x" * 501]
 FLAGS = ["--json", "--json", "--all", "--ready", "--owner", "alice", "-d", "text", "--", "-h", "--dir"]
+# what the fast path also takes: list's statuses, a limit, claim's owner (and their near misses)
+MORE_FLAGS = ["--status", "pending", "in_progress", "done", "--limit", "2", "0", "--owner", "bob", "-x"]
 VOLATILE = re.compile(r'"uid": "[0-9a-f]{12}"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ')
 
 
@@ -29,13 +31,16 @@ def command_lines(draw, board: str) -> list[str]:
     """Mostly the shapes the fast path takes (`[--dir B] get ID --json`, ...), and their
     near misses: extra operands and flags, another order, a missing --json."""
     command = draw(st.sampled_from(COMMANDS))
-    tokens = [command] + ([draw(st.sampled_from(OPERANDS))] if command in ("get", "create") else [])
+    takes = command in ("get", "create") or (command == "claim" and draw(st.booleans()))
+    tokens = [command] + ([draw(st.sampled_from(OPERANDS))] if takes else [])
     if draw(st.integers(0, 3)) == 0:  # a near miss: operands too many (or too few)
         tokens = draw(st.lists(st.sampled_from(OPERANDS), max_size=2)) + tokens[:1]
     if draw(st.integers(0, 5)):
         tokens.append("--json")
     if draw(st.integers(0, 3)) == 0:
         tokens += draw(st.lists(st.sampled_from(FLAGS), min_size=1, max_size=2))
+    if draw(st.integers(0, 2)) == 0:
+        tokens += draw(st.lists(st.sampled_from(MORE_FLAGS), min_size=1, max_size=4))
     if draw(st.integers(0, 2)) == 0:
         tokens = draw(st.permutations(tokens))
     if draw(st.booleans()):
@@ -72,7 +77,7 @@ def test_fast_path_and_click_agree_on_generated_command_lines(tmp_path):
     (template / "task_3.json").write_text("{ torn")
     taken = {"fast": 0, "click": 0}
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(command_lines(str(board)))
     def agree(args: list[str]) -> None:
         fast = taskboard.app.fast_command(list(args), Invocation()) is not None

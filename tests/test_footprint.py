@@ -157,6 +157,12 @@ def test_the_hottest_reads_never_import_click(tmp_path, small_board, args):
     assert "click" not in result["modules"], args
 
 
+def test_the_agent_loops_claim_never_imports_click(tmp_path, small_board):
+    result = footprint(tmp_path, small_board, "claim", "--owner", "bob", "--json")
+    assert result["exit"] == 0 and json.loads(result["stdout"])["owner"] == "bob", result["stderr"]
+    assert not [name for name in result["modules"] if name.split(".")[0] in ("click", "rich")]
+
+
 @pytest.mark.parametrize(
     "args",
     [
