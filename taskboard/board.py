@@ -45,7 +45,7 @@ from .store import Store
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Collection, Iterable
     from typing import Any
 
     from .check import Problem
@@ -86,14 +86,15 @@ class Listing:
         writes it, from the JSON text the cache keeps (no record decoded or encoded)."""
         return self.shot.json_array(task_ids)
 
-    def tally(self) -> dict[str, int]:
+    def tally(self, held: Collection[int] = ()) -> dict[str, int]:
         """How many tasks are in each state (as taskboard.views.counts gives over every
-        record), counted without reading the closed records."""
+        record; `held`: the tasks `ready` leaves out, counted blocked), counted without
+        reading the closed records."""
         from .views import STATES, state
 
         found = dict.fromkeys(STATES, 0)
         for record in self.shot.open.values():
-            found[state(record, self.lookup)] += 1
+            found[state(record, self.lookup, held)] += 1
         found["completed"] = self.shot.count("completed")
         found["deleted"] = self.shot.count("deleted")
         found["tasks"] = sum(found[key] for key in STATES if key != "deleted")
@@ -289,7 +290,7 @@ class Board:
         wanted, states = query["statuses"], query["states"]
         wanted_labels, needle = set(query["labels"]), query["grep"]
         shot = listing.shot
-        hidden = self._not_offered(listing) if ready or "ready" in states else set()
+        hidden = self._not_offered(listing) if ready or blocked or states & {"ready", "blocked"} else set()
         if open_only(query, ready, blocked):
             candidates = [(task_id, shot.open[task_id]["status"]) for task_id in sorted(shot.open)]
         else:
@@ -302,12 +303,12 @@ class Board:
             if status == "deleted" and not (include_deleted or "deleted" in wanted):
                 continue
             record = shot.open.get(task_id)
-            if (wanted or states) and status not in wanted and not self._in_state(record, states, listing):
+            if (wanted or states) and status not in wanted and not self._in_state(record, states, listing, hidden):
                 continue
             if (ready or "ready" in states) and task_id in hidden:
                 continue
             if (ready and not self._in_state(record, {"ready"}, listing)) or (
-                blocked and not self._in_state(record, {"blocked"}, listing)
+                blocked and not self._in_state(record, {"blocked"}, listing, hidden)
             ):
                 continue
             if by_field and not _fields_pass(record or listing.record(task_id), owner, wanted_labels, priority, needle):
@@ -331,11 +332,14 @@ class Board:
         return hidden
 
     @staticmethod
-    def _in_state(record: Record | None, states: set[str], listing: Listing) -> bool:
-        """Whether an open record is in one of these states (a closed one, None, is in none)."""
-        return record is not None and (
-            ("ready" in states and graph.is_ready(record, listing.lookup))
-            or ("blocked" in states and graph.is_blocked(record, listing.lookup))
+    def _in_state(record: Record | None, states: set[str], listing: Listing, hidden: Collection[int] = ()) -> bool:
+        """Whether an open record is in one of these states (a closed one, None, is in none).
+        A pending task `ready` leaves out (`hidden`) counts as blocked, as in every view."""
+        if record is None:
+            return False
+        ready = graph.is_ready(record, listing.lookup)
+        return ("ready" in states and ready and record["id"] not in hidden) or (
+            "blocked" in states and (graph.is_blocked(record, listing.lookup) or (ready and record["id"] in hidden))
         )
 
     # -- changes ---------------------------------------------------------------

@@ -9,7 +9,7 @@ the loop; nothing here names a command or a flag.
 from __future__ import annotations
 
 from .model import OPEN, Record, labels_of, priority_of
-from .views import counts
+from .views import counts, held_back
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -76,9 +76,9 @@ def brief(board: Board, limit: int = DEFAULT_READY) -> Briefing:
     listing = board.listing()
     caller = board.caller
     found = Briefing(caller, str(board.store.root.absolute()), listing)
-    found.counts = counts(listing.records, listing.lookup)
     open_records = [record for record in listing.records if record["status"] in OPEN]
     found.facts = claims.facts(board.store, open_records)
+    found.counts = counts(listing.records, listing.lookup, held_back(found.facts))  # ready: what `ready` lists
     found.stuck = [record for record in open_records if found.facts.get(record["id"], {}).get("stuck")]
     if caller:
         mine = [record for record in open_records if record["owner"] == caller]

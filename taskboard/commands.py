@@ -304,15 +304,13 @@ def prime(inv: Invocation, limit: int | None = None) -> int:
 def briefing_text(briefing: Any) -> str:
     """The briefing in a few plain lines (no rich: an agent reads it, maybe from a hook)."""
     from .claims import describe
-    from .views import summary, task_line
-
-    listing = briefing.listing
+    from .views import summary_of, task_line
 
     def line(record: dict, extra: str = "") -> str:
         facts = [shown(fact) for fact in describe(briefing.facts.get(record["id"], {}))]
         return f"  {task_line(shown_record(record))}{extra}" + (" — " + "; ".join(facts) if facts else "") + "\n"
 
-    text = f"board {shown(str(briefing.board))}: {summary(listing.records, listing.lookup)}\n"
+    text = f"board {shown(str(briefing.board))}: {summary_of(briefing.counts)}\n"
     if briefing.caller:
         text += f"you are {shown(briefing.caller)}\n"
         text += "you hold:\n" + "".join(map(line, briefing.held)) if briefing.held else "you hold nothing\n"
@@ -365,13 +363,13 @@ def list_tasks(
         write(sys.stdout, json_safe(listing.json_array(chosen)) + "\n")  # what inv.data(records) would print
     elif not person:
         from .invocation import terminal_width
-        from .views import between_phrases, summary_of, task_line
+        from .views import between_phrases, held_back, summary_of, task_line
 
         records = [listing.record(task_id) for task_id in chosen]
         write(sys.stdout, "".join(task_line(shown_record(record)) + "\n" for record in records))
         with_deleted = any(record["status"] == "deleted" for record in records)
-        troubles = listing.troubles(runtime_facts(inv, listing.open_records))
-        summary = summary_of(listing.tally(), len(records), with_deleted, troubles)
+        facts = runtime_facts(inv, listing.open_records)
+        summary = summary_of(listing.tally(held_back(facts)), len(records), with_deleted, listing.troubles(facts))
         write(sys.stderr, between_phrases(summary, terminal_width(sys.stderr)) + "\n")
     else:
         from . import render

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 
 from .model import MARKERS, Record
-from .views import STATE_LABELS, STUCK_AFTER, Notes, epoch, span, state, task_line, times
+from .views import STATE_LABELS, STUCK_AFTER, Notes, epoch, held_back, span, state, task_line, times
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def task_text(
     fact = (facts or {}).get(record["id"]) or {}
     now = time.time() if now is None else now
     notes = Notes(record, fact, now)
-    key = state(record, lookup)
+    key = state(record, lookup, held_back({record["id"]: fact}))
     metadata = record.get("metadata") or {}
     status = STATE_LABELS[key] + (f" ({record['status']})" if STATE_LABELS[key] != record["status"] else "")
     rows: list[tuple[str, list[str]]] = [

@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
@@ -48,7 +48,7 @@ from rich.tree import Tree
 from . import views
 from .errors import UsageError
 from .graph import edges as graph_edges
-from .graph import open_blockers, ready_order
+from .graph import open_blockers
 from .invocation import terminal_width
 from .invocation import write as _write
 from .model import DEFAULT_PRIORITY, MARKERS, Record
@@ -171,6 +171,7 @@ class _Context:
         self.facts = facts or NO_FACTS
         self.now = time.time() if now is None else now
         self.cyclic = cyclic_ids(graph_edges(listing.records))
+        self.held = views.held_back(self.facts)  # what `ready` leaves out counts as blocked
 
     def notes(self, record: Record) -> Notes:
         return Notes(record, self.facts.get(record["id"]), self.now, record["id"] in self.cyclic)
@@ -213,11 +214,13 @@ def trouble_counts(context: _Context, records: Iterable[Record]) -> Counter:
     return tally
 
 
-def summary_line(records: list[Record], lookup, shown: int | None = None, with_deleted: bool = False, troubles=None):
+def summary_line(
+    records: list[Record], lookup, shown: int | None = None, with_deleted: bool = False, troubles=None, held=()
+):
     """The summary as plain text for stderr, trouble counted after the states: one line,
     or, when stderr is a terminal, broken between phrases at its width (the terminal
     would otherwise break it mid-phrase)."""
-    line = Phrases(summary_phrases(records, lookup, shown, True, with_deleted, troubles)).text(10**9).plain
+    line = Phrases(summary_phrases(records, lookup, shown, True, with_deleted, troubles, held)).text(10**9).plain
     return views.between_phrases(line, terminal_width(sys.stderr))
 
 
@@ -228,10 +231,12 @@ def summary_phrases(
     plain: bool = False,
     with_deleted: bool = False,
     troubles: Counter | None = None,
+    held: Collection[int] = (),
 ) -> list[Text]:
     """`12 tasks · 3 ready · 2 in progress · 5 blocked · 2 done`, each count in its
-    state's colour, then what is in trouble (red), then `(N shown)` for a filtered view."""
-    line = views.summary(records, lookup, shown, with_deleted)
+    state's colour, then what is in trouble (red), then `(N shown)` for a filtered view;
+    `held` (what `ready` leaves out) counts as blocked."""
+    line = views.summary(records, lookup, shown, with_deleted, held)
     line, _, shown_part = line.partition(" (")
     styles = {
         "tasks": "bold",
@@ -512,6 +517,8 @@ class TaskTable:
         """`◐ in progress`, or `!` and the trouble in red; `short`: the symbol alone."""
         if notes.troubles:
             return Text(TROUBLE_MARK + ("" if short else f" {notes.troubles[0]}"), style=TROUBLE)
+        if notes.elsewhere:  # held back as blocked here, but someone is on it (◐) or finished it (✔) there
+            key = "completed" if notes.elsewhere.startswith("completed") else "in_progress"
         cell = _mark(record, key, self.plain)
         if not short:
             cell.append(f" {'elsewhere' if notes.elsewhere else STATE_LABELS[key]}", style=STATE_STYLES[key])
@@ -524,7 +531,7 @@ class TaskTable:
         unlocks = views.unlocks(self.listing.records)
         rows = []
         for record in self.records:
-            key = state(record, lookup)
+            key = state(record, lookup, context.held)
             blockers = open_blockers(record, lookup) if record["status"] != "completed" else []
             count = unlocks.get(record["id"], 0) if record["status"] == "pending" else 0
             rows.append((record, key, context.notes(record), blockers, count))
@@ -633,6 +640,7 @@ def list_view(
             plain,
             _lists_deleted(records),
             trouble_counts(context, listing.records),
+            context.held,
         )
     )
     if not records:
@@ -665,6 +673,7 @@ def show_list(
             len(records),
             _lists_deleted(records),
             trouble_counts(context, listing.records),
+            context.held,
         )
         _write(sys.stderr, summary + "\n")
         return
@@ -770,9 +779,7 @@ class BoardView:
             context = self.context
             lookup = context.lookup
             unlocks = views.unlocks(self.listing.records)
-            found = views.columns(self.records, lookup)
-            # ready order; a stuck task is not offered, so it goes last
-            found["Ready"].sort(key=lambda r: (context.notes(r).stuck, *ready_order(r)))
+            found = views.columns(self.records, lookup, context.held)  # Ready: what `ready` lists, in its order
             for name in ("Blocked", "In progress"):  # trouble first, where a short screen still shows it
                 found[name].sort(key=lambda r: not context.notes(r).troubles)
             found["Done"].sort(key=_recent_first, reverse=True)
@@ -979,7 +986,7 @@ def board_view(
 def _board_summary(listing, records: list[Record] | None, context: _Context) -> list[Text]:
     shown = None if records is None else sum(1 for r in records if r["status"] != "deleted")
     return summary_phrases(
-        listing.records, listing.lookup, shown, False, False, trouble_counts(context, listing.records)
+        listing.records, listing.lookup, shown, False, False, trouble_counts(context, listing.records), context.held
     )
 
 
@@ -1003,7 +1010,9 @@ def show_board(
     screen = BoardScreen(view, None if plain else Phrases(_board_summary(listing, records, context)), height)
     if plain:
         shown = None if records is None else sum(1 for r in records if r["status"] != "deleted")
-        summary = summary_line(listing.records, listing.lookup, shown, False, trouble_counts(context, listing.records))
+        summary = summary_line(
+            listing.records, listing.lookup, shown, False, trouble_counts(context, listing.records), context.held
+        )
         # the summary and the hint go to stderr, one unwrapped line each: as many rows as
         # the terminal wraps them into (the hint's length is known before its count)
         width = max(1, out.width)
@@ -1336,7 +1345,7 @@ def task_view(
     fact = (facts or NO_FACTS).get(record["id"]) or {}
     now = time.time() if now is None else now
     notes = Notes(record, fact, now)
-    key = state(record, lookup)
+    key = state(record, lookup, views.held_back({record["id"]: fact}))
     none = Text("-" if plain else "—", style="dim")
 
     fields = Table.grid(padding=(0, 2))
@@ -1440,7 +1449,7 @@ class GraphNode:
         if record is None:
             line = Text(f"#{self.task_id} (not shown)", style="dim")
         else:
-            key = state(record, view.lookup)
+            key = state(record, view.lookup, view.held)
             line = _mark(record, key, view.plain)
             if self.again:
                 line.append(" " + view.glyphs["again"], style="dim")
@@ -1520,6 +1529,7 @@ class GraphView:
         self.focus = focus
         self.plain = plain
         self.facts = facts or NO_FACTS
+        self.held = views.held_back(self.facts)  # what `ready` leaves out is drawn blocked
         self.now = time.time() if now is None else now
         self.cyclic = cyclic_ids(edges)
         self.glyphs = {"again": "^", "dot": ", "} if plain else {"again": "↑", "dot": " · "}
@@ -1570,7 +1580,7 @@ class GraphView:
 
     def legend(self) -> Phrases:
         """What the glyphs mean: the states drawn, then the marks that were used."""
-        present = {state(record, self.lookup) for record in self.records}
+        present = {state(record, self.lookup, self.held) for record in self.records}
         if self.plain:
             phrases = [Text("[ ] pending"), Text("[>] in progress"), Text("[x] done")]
             if any(record["status"] == "deleted" for record in self.records):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from . import graph
 from .model import MARKERS, OPEN, STATUSES, Record, labels_of, priority_of
@@ -45,45 +45,65 @@ def status_columns(records: Iterable[Record]) -> dict[str, list[Record]]:
     return found
 
 
-def state(record: Record, lookup: graph.Lookup) -> str:
+def state(record: Record, lookup: graph.Lookup, held: Collection[int] = ()) -> str:
     """blocked / ready for a pending task, else its status. An in-progress task stays
-    `in_progress` even with an open blocker (someone is on it); its card says what blocks it."""
+    `in_progress` even with an open blocker (someone is on it); its card says what blocks it.
+    One rule for every view: a pending task is ready when `ready` would list it, so one
+    that `ready` holds back (`held`: stuck, or claimed or completed elsewhere, see
+    held_back) counts as blocked, waiting on a retry or on another worktree."""
     status = record["status"]
     if status == "pending":
-        return "ready" if graph.is_ready(record, lookup) else "blocked"
+        return "ready" if graph.is_ready(record, lookup) and record["id"] not in held else "blocked"
     return status
 
 
-def columns(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, list[Record]]:
+def held_back(facts: Mapping[int, Mapping[str, Any]] | None) -> set[int]:
+    """The tasks `ready` leaves out although no blocker holds them, from their runtime facts
+    (taskboard.commands.runtime_facts): stuck, or claimed or completed elsewhere."""
+    return {task_id for task_id, fact in (facts or {}).items() if fact.get("elsewhere") or _stuck(fact)}
+
+
+def _stuck(fact: Mapping[str, Any]) -> bool:
+    """Stuck, as Notes reads it: the runtime state says so, else as many failures as STUCK_AFTER."""
+    attempts = fact.get("attempts")
+    counted = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 0
+    return bool(fact.get("stuck", counted >= STUCK_AFTER))
+
+
+def columns(records: Iterable[Record], lookup: graph.Lookup, held: Collection[int] = ()) -> dict[str, list[Record]]:
     """The kanban columns in order, deleted tasks left out, cards in id order; the
     Ready column in ready order (graph.ready_order: priority, then id)."""
     found: dict[str, list[Record]] = {name: [] for name, _ in COLUMNS}
     column_of = {key: name for name, key in COLUMNS}
     for record in records:
-        name = column_of.get(state(record, lookup))
+        name = column_of.get(state(record, lookup, held))
         if name is not None:
             found[name].append(record)
     found["Ready"] = graph.in_ready_order(found["Ready"])
     return found
 
 
-def counts(records: Iterable[Record], lookup: graph.Lookup) -> dict[str, int]:
+def counts(records: Iterable[Record], lookup: graph.Lookup, held: Collection[int] = ()) -> dict[str, int]:
     """How many tasks are in each state; `tasks` counts the live (non-deleted) ones."""
     tally = dict.fromkeys(STATES, 0)
     for record in records:
-        tally[state(record, lookup)] += 1
+        tally[state(record, lookup, held)] += 1
     tally["tasks"] = sum(tally[key] for key in STATES if key != "deleted")
     return tally
 
 
 def summary(
-    records: Iterable[Record], lookup: graph.Lookup, shown: int | None = None, with_deleted: bool = False
+    records: Iterable[Record],
+    lookup: graph.Lookup,
+    shown: int | None = None,
+    with_deleted: bool = False,
+    held: Collection[int] = (),
 ) -> str:
     """`12 tasks · 3 ready · 2 in progress · 5 blocked · 2 done` over the whole board;
     the four states partition the live tasks, so the parts add up to the total. When
     the view lists deleted tasks too (`list --all`), they count in the total, so the
     parts still add up and `(N shown)` compares like with like."""
-    return summary_of(counts(records, lookup), shown, with_deleted)
+    return summary_of(counts(records, lookup, held), shown, with_deleted)
 
 
 def summary_of(
@@ -239,7 +259,7 @@ class Notes:
             else:
                 self.elsewhere = f"{verb}{who} in another worktree ({other.get('board', '?')})"
         open_task = record["status"] in ("pending", "in_progress")
-        self.stuck = open_task and bool(fact.get("stuck", self.attempts >= STUCK_AFTER))
+        self.stuck = open_task and _stuck(fact)
         gate = fact.get("gate")
         self.gate: Mapping[str, Any] | None = gate if isinstance(gate, Mapping) else None
         self.gate_failed = bool(self.gate and not self.gate.get("ok") and open_task)

@@ -133,9 +133,14 @@ def expected_unlocks(records: list[dict], task_id: int) -> int:
 COLUMN_OF = {"blocked": "Blocked", "ready": "Ready", "in_progress": "In progress", "completed": "Done"}
 
 
-def expected_columns(records: list[dict]) -> dict[int, str]:
+def expected_columns(records: list[dict], held: frozenset[int] = frozenset()) -> dict[int, str]:
+    """Each card's column; `held`: the ready tasks `ready` leaves out (stuck, claimed
+    elsewhere), which wait in Blocked."""
     by_id = {r["id"]: r for r in records}
-    return {r["id"]: COLUMN_OF[expected_state(r, by_id)] for r in records if r["status"] != "deleted"}
+    found = {r["id"]: COLUMN_OF[expected_state(r, by_id)] for r in records if r["status"] != "deleted"}
+    return {
+        task_id: "Blocked" if task_id in held and column == "Ready" else column for task_id, column in found.items()
+    }
 
 
 def board_columns(text: str) -> dict[int, str]:

@@ -11,10 +11,11 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Run
+from conftest import TASKS, Run
 from rich.cells import cell_len
 from rich.console import Console
 from rich.style import Style
@@ -212,7 +213,8 @@ def test_every_view_fits_every_screen(plan, width, height, plain):
             for column in ("Blocked", "Ready", "In progress", "Done"):  # every header stays in sight
                 assert re.search(rf"{column} \(\d+\)", text), (kind, column)
             drawn = board_columns(text)
-            expected = expected_columns(records)
+            stuck = frozenset(task_id for task_id, fact in facts.items() if fact.get("attempts", 0) >= 3)
+            expected = expected_columns(records, stuck)
             assert all(expected[task_id] == column for task_id, column in drawn.items())
             more = sum(int(n) for n in re.findall(r"\+(\d+) more", text))
             assert len(drawn) + more == len(expected)  # every card drawn or counted
@@ -396,9 +398,9 @@ def test_board_cards_carry_the_new_fields(tmp_path):
     assert "#11 Fix [red] markup in the settings banner P0 · bug, ui" in text
     assert "#5 Port the web app to Settings @agent-a lease expires in 11 min" in text
     assert "#8 Update the deployment docs for the new variables unlocks 6 ! gate failed (exit 1) failed 2 times" in text
-    # a stuck task is not offered: it comes last in Ready
+    # a stuck task is not offered: it waits in Blocked (on a retry), not in Ready
     columns = board_columns(draw(view_of("board", board, trouble_facts(), plain=False), 160))
-    assert [task_id for task_id, column in columns.items() if column == "Ready"][-1] == 6
+    assert columns[6] == "Blocked" and "Ready" in columns.values()
 
 
 # -- the board's filters and --all through the command ----------------------------------
@@ -551,7 +553,7 @@ def test_views_show_leases_and_stuck_tasks_from_the_runtime_state(tmp_path):
     shown = unframed(run("get", "2").stdout)
     assert "! stuck: failed 3 times" in shown and "last failure CI hangs (3)" in shown
     listed = run("list")
-    assert listed.stderr.strip() == "3 tasks · 2 ready · 1 in progress · 0 blocked · 0 done · 1 lease expired · 1 stuck"
+    assert listed.stderr.strip() == "3 tasks · 1 ready · 1 in progress · 1 blocked · 0 done · 1 lease expired · 1 stuck"
     board = run("board", env={"COLUMNS": "60"}).stdout  # stacked: each card's lines whole
     assert re.search(r"! lease expired [56] min ago", board) and "! stuck: failed 3 times" in board
     assert "[>] #1 ! Port the parser" in run("graph").stdout
@@ -596,3 +598,53 @@ def test_views_show_a_failed_gate_as_trouble_and_its_last_run_in_get(tmp_path):
     assert run("list").stderr.strip().endswith("· 1 gate failed")
     board = run("board", env={"COLUMNS": "60"}).stdout
     assert "  ! gate failed with exit status 3\n  failed 1 time" in board
+
+
+# -- one rule for "ready": the summary, the board, `ready` and `list --status` agree ----------
+
+
+def test_what_ready_holds_back_counts_as_blocked_in_every_view(tmp_path):
+    """A task that failed three times (stuck) and one claimed in another worktree of the
+    clone have no open blocker, yet `ready` leaves them out: the summary of every view, the
+    board's Ready column, `prime` and `list --status ready|blocked` say the same (real git
+    worktrees, real processes)."""
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+    def tasks(*args: str, cwd: Path, owner: str = "") -> subprocess.CompletedProcess:
+        env = {**os.environ, "TASKS_OWNER": owner} if owner else dict(os.environ)
+        env.pop("COLUMNS", None), env.pop("LINES", None)
+        done = subprocess.run([*TASKS, *args], cwd=cwd, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git("init", "-q", "-b", "main", cwd=repo)
+    for subject in ("Flaky deploy", "Port the parser", "Docs", "Changelog"):
+        tasks("create", subject, cwd=repo)
+    tasks("create", "Release", "--blocked-by", "1", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "plan", cwd=repo)
+    git("worktree", "add", "-q", "-b", "two", str(tmp_path / "two"), cwd=repo)
+    tasks("claim", "2", cwd=tmp_path / "two", owner="bob")  # held in the other worktree
+    for attempt in (1, 2, 3):
+        tasks("claim", "1", cwd=repo, owner=f"bot-{attempt}")
+        tasks("release", "1", "--failed", "--note", "CI hangs", cwd=repo, owner=f"bot-{attempt}")
+
+    counts = "5 tasks · 2 ready · 0 in progress · 3 blocked · 0 done · 1 stuck"
+    ready = tasks("ready", cwd=repo)
+    assert ready.stdout == "[ ] #3: Docs\n[ ] #4: Changelog\n"
+    assert ready.stderr.strip() == counts + " (2 shown)"
+    assert tasks("list", cwd=repo).stderr.strip() == counts
+    assert tasks("list", "--status", "ready", cwd=repo).stdout == ready.stdout
+    assert tasks("list", "--status", "blocked", cwd=repo).stdout == (
+        "[ ] #1: Flaky deploy\n[ ] #2: Port the parser\n[ ] #5: Release\n"
+    )
+    assert tasks("prime", cwd=repo).stdout.splitlines()[0].endswith(": " + counts.removesuffix(" · 1 stuck"))
+    board = tasks("board", cwd=repo)
+    assert board.stderr.splitlines()[0] == counts
+    columns = board_columns(board.stdout)
+    assert sorted(task_id for task_id, column in columns.items() if column == "Ready") == [3, 4]
+    assert sorted(task_id for task_id, column in columns.items() if column == "Blocked") == [1, 2, 5]
