@@ -140,12 +140,50 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
             # readable, and shown escaped everywhere, but not what input allows: said, never guessed at
             for rule, message in text_problems(record):
                 problems.append(Problem(name, task_id, rule, f"{name}: {message}"))
+            problems += _metadata_problems(name, task_id, record)
     for task_id, files in claimed.items():
         if len(files) > 1:
             problems.append(
                 Problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
             )
     return records
+
+
+def _metadata_problems(name: str, task_id: int, record: dict) -> list[Problem]:
+    """The keys of `metadata` with a meaning of their own (priority, labels, accept, gate)
+    holding what input would have refused (written by hand or by another tool): named with
+    the rule they break and what the views make of them until they are set again. Reported,
+    never guessed at."""
+    from .errors import UsageError
+    from .model import FIELD, META_FIELDS
+
+    metadata = record.get("metadata")
+    found = []
+    for key in (field.name for field in META_FIELDS):
+        if not isinstance(metadata, dict) or key not in metadata:
+            continue
+        value = metadata[key]
+        try:
+            FIELD[key].check(value)  # type: ignore[misc]  # META_FIELDS have a check
+            continue
+        except UsageError as exc:
+            why = exc.message
+        shown = json.dumps(value, ensure_ascii=False)
+        shown = shown if len(shown) <= 60 else shown[:59] + "…"
+        if key == "priority":
+            why = f"metadata.priority is {shown}, not a whole number from 0 to 4 (until it is set again it counts as 2)"
+        elif key == "labels" and not isinstance(value, list):
+            why = f"metadata.labels is {shown}, not a list of labels (until it is set again the task has none)"
+        elif key == "labels":
+            why = f"metadata.labels {shown}: {why} (until it is set again the views show the usable ones)"
+        elif not isinstance(value, str):
+            why = f"metadata.{key} is {shown}, not text" + (
+                " (no gate runs until it is set again)" if key == "gate" else ""
+            )
+        else:
+            why = f"metadata.{key}: {why}"
+        found.append(Problem(name, task_id, "metadata", f"{name}: {why}", reason=key))
+    return found
 
 
 def _check_edges(records: dict[int, dict], problems: list[Problem], fixed_copy, unreadable: set[int]) -> None:

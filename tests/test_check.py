@@ -233,6 +233,47 @@ CASES = {
         True,
         lambda r: r[1]["blocks"] == [],
     ),
+    # metadata keys with a meaning of their own, written by hand with what input refuses (issue 14)
+    "priority out of range": (
+        lambda b: write_board(b, [record(1, metadata={"priority": 7})]),
+        "metadata",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "priority as text": (
+        lambda b: write_board(b, [record(1, metadata={"priority": "1"})]),
+        "metadata",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "labels not a list": (
+        lambda b: write_board(b, [record(1, metadata={"labels": "bug"})]),
+        "metadata",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "a label not text": (
+        lambda b: write_board(b, [record(1, metadata={"labels": ["ui", 3]})]),
+        "metadata",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
+    "gate not text": (
+        lambda b: write_board(b, [record(1, metadata={"gate": ["make", "test"]})]),
+        "metadata",
+        "task_1.json",
+        1,
+        False,
+        None,
+    ),
     "hand-written s12 record": (
         lambda b: raw(b, "task_1.json", dumps(s12_only(record(1)))),
         "keys",
@@ -397,3 +438,15 @@ def test_human_output_names_the_file_and_exits_6(board_dir, run):
     result = run("check", expect=6)
     assert "task_2.json" in result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_hand_written_metadata_is_named_with_its_value_and_what_it_counts_as(board_dir, run):
+    """A person reading `check` learns which key, the value as JSON, and what the views
+    make of it meanwhile; the task still lists (a bad priority never breaks a read)."""
+    board_dir.mkdir()
+    write_board(board_dir, [record(1, metadata={"priority": True, "labels": "bug"}), record(2)])
+    result = run("check", expect=6)
+    assert "task_1.json: metadata.priority is true, not a whole number from 0 to 4" in result.stderr
+    assert "(until it is set again it counts as 2)" in result.stderr
+    assert 'task_1.json: metadata.labels is "bug", not a list of labels' in result.stderr
+    assert run("ready").stdout == "[ ] #1: task 1\n[ ] #2: task 2\n"
