@@ -738,6 +738,41 @@ def _card_troubles(notes: Notes) -> list[str]:
     return words
 
 
+class _CardLine:
+    """A card in one line, for a narrow board that cannot show every card whole: the id,
+    `!` when in trouble, the subject cut to the width, and the owner (`tasks get ID` has
+    the rest)."""
+
+    OWNER_MAX = 14
+
+    def __init__(self, record: Record, key: str, plain: bool, notes: Notes, changed: bool = False):
+        self.record, self.key, self.plain, self.notes, self.changed = record, key, plain, notes, changed
+
+    def text(self, width: int) -> Text:
+        record, key = self.record, self.key
+        line = Text(MARKERS[record["status"]] + " " if self.plain else "")
+        line.append(f"#{record['id']}", style=f"bold {STATE_STYLES[key]}" + (" reverse" if self.changed else ""))
+        if self.notes.troubles:
+            line.append(f" {TROUBLE_MARK}", style=TROUBLE)
+        owner = Text()
+        if record["owner"]:
+            owner = Text(" @" + record["owner"], style=OWNER_STYLE)
+            owner.truncate(self.OWNER_MAX + 2, overflow="ellipsis")
+        room = width - line.cell_len - 1
+        if room - owner.cell_len < min(12, cell_len(record["subject"])):
+            owner = Text()
+        subject = Text(" " + record["subject"], style=SUBJECT_STYLES[key])
+        subject.truncate(max(0, room - owner.cell_len) + 1, overflow="ellipsis")
+        line.append_text(subject)
+        line.append_text(owner)
+        line.truncate(width, overflow="ellipsis")
+        line.no_wrap = True
+        return line
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text(options.max_width)
+
+
 def _recent_first(record: Record) -> tuple:
     return (record.get("updatedAt") or "", record["id"])
 
@@ -772,6 +807,8 @@ class BoardView:
         self.every = every
         self.changed = set(changed)
         self._cards: dict[str, list[Text]] | None = None
+        self._lines: dict[str, list[_CardLine]] = {}  # the same cards in one line each
+        self.compact = False  # stacked and short of room: one line per card
         self.troubled: dict[str, list[bool]] = {}  # per column, per card: in trouble?
 
     def cards(self) -> dict[str, list[Text]]:
@@ -795,6 +832,9 @@ class BoardView:
                     )
                     for r in found[name]
                 ]
+                self._lines[name] = [
+                    _CardLine(r, key, self.plain, context.notes(r), r["id"] in self.changed) for r in found[name]
+                ]
         return self._cards
 
     def header(self, name: str, key: str, count: int) -> Text:
@@ -806,7 +846,7 @@ class BoardView:
             caps.append(DONE_FEW)
         return min(caps) if caps else None
 
-    def shown(self, name: str, column: list[Text]) -> list[Text]:
+    def shown(self, name: str, column: list) -> list:
         """The cards drawn for a column: all, or as many as its cap and `+N more`."""
         cap = self.cap(name)
         if cap is None or len(column) <= cap:
@@ -832,7 +872,7 @@ class BoardView:
     def fit(self, console: Console, options: ConsoleOptions, room: int) -> None:
         """Cap the columns so that the board takes at most `room` lines: cards are handed
         out one per column in turn, a card in trouble first, then the columns to act on,
-        while they fit."""
+        while they fit. Stacked (a narrow screen), each card then takes one line."""
         cards = self.cards()
         width = options.max_width
         stacked = width < NARROW
@@ -846,7 +886,7 @@ class BoardView:
                 known.append(len(console.render_lines(card, options.update_width(widths[name]), pad=False)))
             return known[index]
 
-        def column_height(name: str, cap: int) -> int:
+        def full_height(name: str, cap: int) -> int:
             items = min(cap, len(cards[name])) + (1 if cap < len(cards[name]) else 0)
             lines = sum(card_height(name, index) for index in range(min(cap, len(cards[name]))))
             return lines + (1 if cap < len(cards[name]) else 0) + max(0, items - 1)
@@ -861,9 +901,17 @@ class BoardView:
             for name in cards
         }
 
+        # stacked and short of room: a card takes one line, no blank line between cards or columns
+        self.compact = stacked
+
+        def column_height(name: str, cap: int) -> int:
+            if self.compact:
+                return min(cap, len(cards[name])) + (1 if cap < len(cards[name]) else 0)
+            return full_height(name, cap)
+
         def total(caps: dict[str, int]) -> int:
             if stacked:
-                return sum(head[name] + column_height(name, caps[name]) for name in cards) + len(cards) - 1
+                return sum(head[name] + column_height(name, caps[name]) for name in cards)
             return 3 + max(head.values()) + max([1] + [column_height(name, caps[name]) for name in cards])
 
         limits = {name: len(cards[name]) for name in cards}
@@ -894,6 +942,12 @@ class BoardView:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cards = self.cards()
         keys = dict(views.COLUMNS)
+        if options.max_width < NARROW and self.compact:  # a short screen: one line per card
+            for name, column in cards.items():
+                yield self.header(name, keys[name], len(column))
+                for card in self.shown(name, self._lines[name]):
+                    yield Padding(card, (0, 0, 0, 2))
+            return
         if options.max_width < NARROW:
             for index, (name, column) in enumerate(cards.items()):
                 if index:

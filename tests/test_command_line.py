@@ -186,3 +186,28 @@ def test_board_fits_a_real_terminal_with_its_summary(run, board_dir, columns, li
         assert rows <= lines - 1, (env, rows)  # and a line is left for the prompt
         first = plain.split("\n")[0]
         assert first.startswith(("+--", "╭─", "Blocked (")), first  # the top is never scrolled away
+
+
+@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "xterm-256color"}], ids=["plain", "colour"])
+def test_a_narrow_short_terminal_shows_a_card_per_line_not_one_or_two(run, board_dir, env):
+    """At 40×24 a board of 25 tasks with long subjects, owners, a lease and labels used to
+    show one or two whole cards and `+N more` for the rest, Ready's included. Short of
+    room, the stacked board gives each card one line (id, `!`, subject cut, owner): the
+    first ready tasks, what is in progress and the last done ones are all in sight."""
+    for number in range(1, 26):
+        blocker = ["--blocked-by", str(number - 6)] if number > 6 else []
+        run("create", f"Task number {number} of a plan with a long subject", *blocker, "--label", "backend")
+    for done in (1, 2):
+        run("claim", str(done), "--as", "agent-alpha")
+        run("done", str(done), "--as", "agent-alpha")
+    run("claim", "3", "--as", "agent-beta", "--lease", "15m")
+    text = _on_a_terminal(["--dir", str(board_dir), "board"], 40, 24, env)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).rstrip("\n").split("\n")
+    assert len(plain) <= 23 and all(len(line.rstrip()) <= 40 for line in plain)
+    cards = [re.sub(r"^\[.\] ", "", line.strip()) for line in plain if re.match(r"  (?:\[.\] )?#\d+ ", line)]
+    assert len(cards) >= 10, plain
+    assert any(card.startswith("#4 Task number 4") for card in cards)  # Ready's first, in ready order
+    assert any(re.match(r"#3 Task number 3 .*@agent-beta$", card) for card in cards)  # in progress, with its owner
+    assert any(card.startswith("#2 Task number 2") for card in cards)  # Done's most recent
+    for heading in ("Blocked (17)", "Ready (5)", "In progress (1)", "Done (2)"):
+        assert heading in plain

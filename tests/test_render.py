@@ -170,14 +170,22 @@ def board_columns(text: str) -> dict[int, str]:
                     add(int(match.group(1)), name)
                 starting[name] = not cell.strip() or set(cell.strip()) <= set("─-+=")
         return found
-    column, starting = None, False
-    for line in lines:
+    # stacked: a column with no blank line in it is drawn compact (a short screen), one line per card
+    column, starting, compact = None, False, False
+    for number, line in enumerate(lines):
         heading = re.fullmatch(r"(Blocked|Ready|In progress|Done) \((\d+)\)\s*", line)
         if heading:
             column, starting = heading.group(1), True
+            body = []  # the column's lines, up to the next heading or the summary
+            for other in lines[number + 1 :]:
+                if other.strip() and not other.startswith("  "):
+                    break
+                body.append(other)
+            body = body[: len(body) - 1] if body and not body[-1].strip() else body  # the blank before a heading
+            compact = len(body) > 0 and all(re.match(r"  (?:(?:\[.\] )?#\d+ \S|\+\d+ more)", other) for other in body)
             continue
         match = re.match(r"  " + card.pattern, line)
-        if match and starting:
+        if match and (starting or compact):
             add(int(match.group(1)), column)
         starting = not line.strip()
     return found
