@@ -190,7 +190,7 @@ def test_board_fits_a_real_terminal_with_its_summary(run, board_dir, columns, li
 
 @pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"TERM": "xterm-256color"}], ids=["plain", "colour"])
 def test_a_narrow_short_terminal_shows_a_card_per_line_not_one_or_two(run, board_dir, env):
-    """At 40×24 a board of 25 tasks with long subjects, owners, a lease and labels used to
+    """At 40x24 a board of 25 tasks with long subjects, owners, a lease and labels used to
     show one or two whole cards and `+N more` for the rest, Ready's included. Short of
     room, the stacked board gives each card one line (id, `!`, subject cut, owner): the
     first ready tasks, what is in progress and the last done ones are all in sight."""
