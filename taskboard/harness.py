@@ -69,12 +69,27 @@ def read_call(stream: Any) -> tuple[Any, Any]:
         raise UsageError(
             f'the call on stdin is not JSON ({reason}); write {{"name": "task_get", "input": {{"taskId": 7}}}}'
         ) from None
+    if isinstance(call, dict) and call.get("type") == "function" and isinstance(call.get("function"), dict):
+        call = {**call["function"], **({"id": call["id"]} if "id" in call else {})}  # an OpenAI tool call, whole
     if not isinstance(call, dict) or "name" not in call:
         raise UsageError('the call on stdin must be a JSON object {"name": TOOL, "input": {ARGUMENTS}}')
-    extra = sorted(set(call) - {"name", "input"})
+    # what a model's API hands back, verbatim: Anthropic's tool_use block ({"type", "id", "name",
+    # "input"}) or OpenAI's function call ({"name", "arguments": JSON text}); the id is the harness's
+    extra = sorted(set(call) - {"name", "input", "arguments", "id", "type"})
     if extra:
-        raise UsageError(f"the call on stdin has unknown keys {', '.join(map(repr, extra))[:200]}; only name and input")
-    return call["name"], call.get("input", {})
+        raise UsageError(
+            f"the call on stdin has unknown keys {', '.join(map(repr, extra))[:200]}; only name and input "
+            "(or arguments)"
+        )
+    if "input" in call and "arguments" in call:
+        raise UsageError("the call on stdin has both input and arguments; give one")
+    arguments = call.get("input", call.get("arguments", {}))
+    if "arguments" in call and isinstance(arguments, str):  # OpenAI sends the arguments as JSON text
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"the call's arguments are not JSON ({str(exc).splitlines()[0][:120]})") from None
+    return call["name"], arguments
 
 
 # -- setup ----------------------------------------------------------------------------

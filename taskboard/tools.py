@@ -406,7 +406,7 @@ def dispatch(
 
 def find_tool(name: Any) -> Tool:
     if not isinstance(name, str) or name not in BY_NAME:
-        shown = repr(name) if isinstance(name, str) else f"a {_json_type(name)}"
+        shown = repr(name) if isinstance(name, str) else _a_json_type(name)
         raise UsageError(f"unknown tool {shown[:80]}; the tools are {', '.join(BY_NAME)}")
     return BY_NAME[name]
 
@@ -428,7 +428,7 @@ def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        raise UsageError(f"{tool.name} takes its arguments as a JSON object, not a {_json_type(arguments)}")
+        raise UsageError(f"{tool.name} takes its arguments as a JSON object, not {_a_json_type(arguments)}")
     try:
         size = len(json.dumps(arguments, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError, RecursionError):
@@ -463,8 +463,14 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), type(value).__name__)
 
 
+def _a_json_type(value: Any) -> str:
+    """`an array`, `a string`, `null`: the JSON type of a value as a message names it."""
+    kind = _json_type(value)
+    return kind if kind == "null" else ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
 def _wrong(name: str, wanted: str, value: Any) -> UsageError:
-    shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float)) else f"a {_json_type(value)}"
+    shown = json.dumps(value, ensure_ascii=False) if isinstance(value, (str, int, float)) else _a_json_type(value)
     return UsageError(f"{name} must be {wanted}, not {shown[:80]}")
 
 

@@ -324,14 +324,14 @@ def test_a_board_that_vanishes_answers_with_errors(tmp_path, board_dir, monkeypa
 
 BAD_CALLS = [
     ("task_nope", {}, "unknown tool 'task_nope'"),
-    ("task_get", [], "takes its arguments as a JSON object, not a array"),
+    ("task_get", [], "takes its arguments as a JSON object, not an array"),
     ("task_get", {}, "task_get needs taskId"),
     ("task_get", {"taskId": True}, "taskId must be a task id"),
     ("task_get", {"taskId": 0}, "taskId must be a task id"),
     ("task_get", {"taskId": -3}, "not -3"),
     ("task_get", {"taskId": 1.5}, "not 1.5"),
     ("task_get", {"taskId": "seven"}, 'not "seven"'),
-    ("task_get", {"taskId": [1]}, "not a array"),
+    ("task_get", {"taskId": [1]}, "not an array"),
     ("task_get", {"taskId": 2**64}, "taskId must be a task id"),
     ("task_get", {"taskId": 1, "verbose": True}, "task_get has no argument 'verbose'; it takes taskId, board"),
     ("task_create", {}, "task_create needs subject"),
@@ -456,7 +456,10 @@ def test_call_reports_what_a_change_set_free_on_stderr(board_dir):
         ({"name": "task_get", "input": {"taskId": "x"}}, 2, "taskId must be a task id"),
         ({"name": "task_get"}, 2, "task_get needs taskId"),
         ({"input": {}}, 2, '{"name": TOOL, "input": {ARGUMENTS}}'),
-        ({"name": "task_get", "input": {"taskId": 1}, "id": "x"}, 2, "unknown keys 'id'"),
+        ({"name": "task_get", "input": {"taskId": 1}, "colour": "x"}, 2, "unknown keys 'colour'"),
+        ({"name": "task_get", "input": {"taskId": 1}, "arguments": {}}, 2, "both input and arguments"),
+        ({"name": "task_get", "arguments": "{not json"}, 2, "arguments are not JSON"),
+        ({"name": "task_get", "arguments": "[1]"}, 2, "as a JSON object, not an array"),
         ([1, 2], 2, "must be a JSON object"),
         ("{not json", 2, "is not JSON"),
         ("", 2, "is not JSON"),
@@ -475,6 +478,25 @@ def test_a_failed_call_exits_with_the_command_lines_code_and_error_line(board_di
     assert error["exit"] == code and message in error["message"]
     assert error["code"] == {2: "usage", 3: "not_found", 4: "refused"}[code]
     assert snapshot(board_dir) == before
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"type": "tool_use", "id": "toolu_01", "name": "task_get", "input": {"taskId": 1}},
+        {"name": "task_get", "arguments": '{"taskId": "#1"}'},
+        {"id": "call_1", "type": "function", "function": {"name": "task_get", "arguments": '{"taskId": 1}'}},
+        {"name": "task_get", "arguments": {"taskId": "1"}},
+    ],
+    ids=["anthropic tool_use block", "openai function call", "openai tool call", "arguments as an object"],
+)
+def test_call_takes_a_tool_call_as_the_models_api_hands_it_back(board_dir, payload):
+    """No glue between a model's reply and `tasks call`: the tool-use block of Anthropic's
+    API and the tool call of OpenAI's (arguments as JSON text) are read as they come."""
+    tasks_call(board_dir, {"name": "task_create", "input": {"subject": "A"}})
+    done = tasks_call(board_dir, payload)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["subject"] == "A"
 
 
 def test_call_refuses_a_huge_payload(board_dir):
