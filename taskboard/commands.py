@@ -550,5 +550,7 @@ def log(inv: Invocation, task_id: int | None = None, limit: int | None = None) -
         inv.data(outcome.journaled)
     else:
         write(sys.stdout, "".join(entry_text(entry) + "\n" for entry in outcome.journaled))
+        if not outcome.journaled:  # a person sees why nothing came, on stderr (stdout stays empty)
+            write(sys.stderr, f"no events for #{task_id} in the journal\n" if task_id else "the journal is empty\n")
     inv.report(outcome)
     return 0

@@ -182,6 +182,18 @@ def test_log_on_a_board_without_journal(run, board_dir):
     assert run.json("log", "1") == []
 
 
+def test_an_empty_log_says_so_to_a_person_and_prints_nothing(run, board_dir):
+    """`tasks log` with nothing to show used to print nothing at all: a person could not
+    tell an empty journal from a hung or broken command."""
+    empty = run("log")
+    assert (empty.stdout, empty.stderr) == ("", "the journal is empty\n")
+    run("create", "one")
+    shutil.rmtree(board_dir / "journal")
+    quiet = run("log", "1")
+    assert (quiet.stdout, quiet.stderr) == ("", "no events for #1 in the journal\n")
+    assert run("log", "--json").stderr == ""  # an agent gets [] and no words
+
+
 def test_log_merges_shards_by_time_and_reads_backwards(run, board_dir):
     """Two actors' shards, written by hand with known times: merged oldest first; the last
     N come from the ends of the shards, also past a chunk boundary."""
