@@ -597,7 +597,7 @@ def test_a_board_you_cannot_write_is_named_not_a_bug(tmp_path):
 
     from taskboard.app import main
 
-    for module in ("filelock", "taskboard.board", "taskboard.store"):  # loaded before privileges drop
+    for module in ("taskboard.board", "taskboard.store"):  # loaded before privileges drop
         importlib.import_module(module)
 
     board = tmp_path / "b"

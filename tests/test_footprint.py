@@ -205,7 +205,7 @@ def test_anything_else_goes_through_click(tmp_path, small_board, args):
 
 def test_the_probe_sees_a_lazy_import(tmp_path, small_board):
     # the absences above mean something only if the probe sees what a command imports late
-    assert "filelock" in footprint(tmp_path, small_board, "create", "x", "--json")["modules"]
+    assert "taskboard.journal" in footprint(tmp_path, small_board, "create", "x", "--json")["modules"]
 
 
 def test_version_does_not_read_package_metadata(tmp_path, small_board):

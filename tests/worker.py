@@ -72,8 +72,6 @@ def serve() -> None:
     single-threaded process, is safe where forking the test runner would not be."""
     import signal  # noqa: F401  (the child may need it before it could import it)
 
-    import filelock  # noqa: F401
-
     # what a change imports on first use: a child spends its time in changes, not imports,
     # so a kill at a random instant lands inside one as often as the changes fill the time
     import taskboard.cli
