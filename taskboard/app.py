@@ -69,7 +69,7 @@ def _finish_merge(inv: Invocation, board: Board) -> None:
     cherry-picks) finishes it first: a stat or two when there is none."""
     from .driver import merge_pending
 
-    if not merge_pending(str(board.store.root)):
+    if not merge_pending(board.store.path):
         return
     from .gitwire import describe, settle
 

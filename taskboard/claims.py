@@ -15,6 +15,7 @@ entry that disagrees with it (a process killed between the two writes) is ignore
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from . import graph
@@ -37,7 +38,7 @@ WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (wel
 def state_of(store: Store) -> State:
     """The runtime state of a store's board, found once per process."""
     if store.runtime is None:
-        store.runtime = State(str(store.root), store.timeout)
+        store.runtime = State(store.path, store.timeout)
     return store.runtime
 
 
@@ -103,7 +104,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
     lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
     _check_claimer(owner)
     store = board.store
-    if not store.root.is_dir():
+    if not os.path.isdir(store.path):
         board._require_board([task_id] if task_id is not None else [])
         raise NotFound(f"no ready task to claim for {owner}")
     state = state_of(store)

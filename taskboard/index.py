@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 INDEX_NAME = "index"
 HISTORY_NAME = "history"
+LAST_NAME = "last"  # the highest id, as the last writer left the board folder
 # a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
 FORMAT = b"taskboard cache 2\n"
 GITIGNORE = b"# taskboard: derived from the task files, never committed\n*\n"
@@ -171,13 +172,13 @@ def _snapshot(store: Store, history: bool) -> Snapshot:
     began = time.time_ns()
     shot = Snapshot()
     try:
-        folder = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        folder = os.open(store.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except FileNotFoundError:
         return shot  # no board yet: an empty one
     except NotADirectoryError:
         store.task_ids()  # raises the store's usage error for a board path that is a file
         raise
-    cache = Cache(str(store.root))
+    cache = Cache(store.path)
     try:
         shot.folder_key = _folder_key(os.fstat(folder))
         old = cache.load_index()
@@ -371,8 +372,8 @@ def _index_payload(shot: Snapshot) -> bytes:
 def load_history(store: Store, shot: Snapshot) -> None:
     """Fill `shot.closed_text` for every closed task (after `snapshot`)."""
     began = time.time_ns()
-    cache = Cache(str(store.root))
-    folder = os.open(store.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    cache = Cache(store.path)
+    folder = os.open(store.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         changed = _load_history(store, folder, shot, cache.load_history(), began - RACY_NS)
     finally:
@@ -452,6 +453,68 @@ def _history_payload(shot: Snapshot) -> bytes:
             "texts": "\n".join(texts[shot.ids[i]] for i in kept),  # compact JSON holds no raw newline
         }
     )
+
+
+# -- the highest id, for the next writer -------------------------------------------------------
+
+
+def recorded_last(root: str) -> int | None:
+    """The highest id on the board as the last writer left it, when the board folder's
+    key (device, inode, ctime, mtime) is still the one it saw after its change: no file
+    was added, removed or renamed since. None otherwise (the folder is then listed)."""
+    found = Cache(root)._load(LAST_NAME)
+    if type(found) is not tuple or len(found) != 3:
+        return None
+    key, last, release = found
+    if type(key) is not tuple or type(last) is not int or last < 0 or release != os.uname().release:
+        return None
+    try:
+        now = _folder_key(os.stat(root))
+    except OSError:
+        return None
+    return last if now == key else None
+
+
+def remember_last(root: str, last: int) -> None:
+    """After a change, under the write lock: the highest id with the board folder's key
+    as it is now, for the next writer. Sound only where a change after a look at a
+    folder always gives it a new ctime (the kernel's multigrain timestamps: Linux 6.13+
+    on ext4, xfs, btrfs, tmpfs): probed here each time, else nothing is recorded and
+    every writer lists the folder. What is left: a file copied in by hand at the very
+    instant of this change, between the rename and the stat, can leave the next `create`
+    one id below it (never an id in use)."""
+    cache = Cache(root)
+    try:
+        folder = cache._folder()  # made first: making it changes the board folder
+    except OSError:
+        return
+    if folder is None:
+        return
+    try:
+        if not _fine_grained(folder):
+            return
+        key = _folder_key(os.stat(root))
+    except OSError:
+        return
+    finally:
+        os.close(folder)
+    cache.save(LAST_NAME, marshal.dumps((key, last, os.uname().release)))
+
+
+def _fine_grained(folder: int) -> bool:
+    """Whether a folder changed right after a stat gets a new ctime, three times in a row
+    (each pair is a few microseconds apart: with a coarse clock, a tick falls between
+    them about once in a thousand). The probe file ends in .tmp: a killed prober's is
+    swept like any stray temporary file."""
+    probe = f".probe.{os.getpid()}.tmp"
+    for _ in range(3):
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder)
+        os.close(fd)
+        seen = os.fstat(folder).st_ctime_ns
+        os.unlink(probe, dir_fd=folder)
+        if os.fstat(folder).st_ctime_ns == seen:
+            return False
+    return True
 
 
 # -- the cache folder ------------------------------------------------------------------------

@@ -39,11 +39,11 @@ class Invocation:
         """The board, found and opened on first use (a usage error comes first)."""
         if self._board is None:
             from .board import Board
-            from .store import DEFAULT_TIMEOUT, Store, find_board
+            from .store import DEFAULT_TIMEOUT, Store, board_path
 
             timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
-            self._board = Board(Store(find_board(self.board_dir), timeout), caller)
+            self._board = Board(Store(board_path(self.board_dir), timeout), caller)
             if self.on_board is not None:
                 self.on_board(self, self._board)
         return self._board

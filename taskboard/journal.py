@@ -102,7 +102,7 @@ def stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds * 1000) % 1000:03d}Z"
 
 
-def check_writable(root: Path, names: Iterable[str]) -> None:
+def check_writable(root: str | Path, names: Iterable[str]) -> None:
     """Refuse, before anything is written, to append through something that is not ours:
     a journal folder or shard that is a link (git can commit one), a file or a folder in
     the wrong place. Raises Corrupt naming it."""
@@ -142,7 +142,7 @@ def encode(entry_list: Iterable[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entry_list).encode("utf-8")
 
 
-def append(root: Path, name: str, data: bytes, replay: bool = False, sync: bool = True) -> None:
+def append(root: str | Path, name: str, data: bytes, replay: bool = False, sync: bool = True) -> None:
     """Append lines to a shard, durably, under the board lock. Never follows a link: the
     journal folder and the shard are opened with O_NOFOLLOW, so a link committed in their
     place cannot make us write outside the board.

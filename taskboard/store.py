@@ -25,7 +25,6 @@ import os
 import stat
 import time
 from contextlib import contextmanager, suppress
-from pathlib import Path
 
 from .errors import Busy, Corrupt, NotFound, UsageError
 from .model import (
@@ -43,6 +42,7 @@ from .outcome import Note
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
     from typing import Any
 
 LOCK_NAME = ".lock"
@@ -60,30 +60,41 @@ _CHUNK = 1 << 16  # task files are small; a 1 MiB buffer per read cost more than
 
 
 def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
+    """`board_path` as a Path."""
+    from pathlib import Path
+
+    return Path(board_path(explicit, cwd))
+
+
+def board_path(explicit: str | None, cwd: str | Path | None = None) -> str:
     """--dir, else TASKS_DIR, else the nearest .tasks/ walking up, but not past the top
     of the git work tree (a board above the repository is never used by accident),
     else .tasks/ at the top of the git work tree, else ./.tasks/. A path given but
-    empty is a mistake (an unset shell variable), never a reason to look elsewhere."""
+    empty is a mistake (an unset shell variable), never a reason to look elsewhere.
+    (Strings, not pathlib: its import is ~3 ms of every command's start-up.)"""
     if explicit is not None:
         if not explicit:
             raise UsageError("the board path is empty; name a folder, or leave it out to find the board", "empty-dir")
-        return Path(explicit)
+        return explicit
     if "TASKS_DIR" in os.environ:
         if not os.environ["TASKS_DIR"]:
             raise UsageError("TASKS_DIR is set but empty; name a folder, or unset it to find the board", "empty-dir")
-        return Path(os.environ["TASKS_DIR"])
-    here = (cwd or Path.cwd()).absolute()
-    for folder in (here, *here.parents):
-        if (folder / ".tasks").is_dir():
-            return folder / ".tasks"
-        if _is_work_tree_top(folder):
-            return folder / ".tasks"
-    return here / ".tasks"
+        return os.environ["TASKS_DIR"]
+    here = os.path.join(os.getcwd(), os.fspath(cwd)) if cwd is not None else os.getcwd()
+    folder = here
+    while True:
+        candidate = os.path.join(folder, ".tasks")
+        if os.path.isdir(candidate) or _is_work_tree_top(folder):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return os.path.join(here, ".tasks")
+        folder = parent
 
 
-def _is_work_tree_top(folder: Path) -> bool:
+def _is_work_tree_top(folder: str) -> bool:
     # A work tree's top holds `.git` (a folder, or a file in linked worktrees and submodules).
-    return (folder / ".git").exists()
+    return os.path.exists(os.path.join(folder, ".git"))
 
 
 def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -178,7 +189,7 @@ def unusable(path: str | Path, exc: OSError, doing: str = "") -> Corrupt:
     return Corrupt(f"{path}: cannot be used ({reason}){doing}", str(path), "unusable")
 
 
-def _fsync_folder(folder: Path) -> None:
+def _fsync_folder(folder: str) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
@@ -187,14 +198,34 @@ def _fsync_folder(folder: Path) -> None:
 
 
 class Store:
-    def __init__(self, root: Path, timeout: float = DEFAULT_TIMEOUT):
-        self.root = Path(root)
+    def __init__(self, root: str | Path, timeout: float = DEFAULT_TIMEOUT):
+        self.path = os.fspath(root) or "."  # the board folder as a string: what every file operation here uses
         self.timeout = timeout
-        self.lock_path = self.root / LOCK_NAME
-        self.scratch = self.root / SCRATCH_NAME
+        self.lock_file = os.path.join(self.path, LOCK_NAME)
+        self.scratch_dir = os.path.join(self.path, SCRATCH_NAME)
+        self._root: Path | None = None
+        self._last: int | None = None  # under the write lock: the highest id, once known (see last_id)
         self.replacements = 0  # files replaced by this process; see _crash_point
         self._exclusive = False
         self.runtime: Any = None  # taskboard.state.State of this board, made on first use (taskboard.claims)
+
+    @property
+    def root(self) -> Path:
+        """The board folder as a Path, for messages and the modules that walk it (made
+        on first use: the hot commands never import pathlib)."""
+        if self._root is None:
+            from pathlib import Path
+
+            self._root = Path(self.path)
+        return self._root
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / LOCK_NAME
+
+    @property
+    def scratch(self) -> Path:
+        return self.root / SCRATCH_NAME
 
     # -- reading ---------------------------------------------------------------
 
@@ -203,8 +234,20 @@ class Store:
         return sorted(self._unordered_ids())
 
     def last_id(self) -> int:
-        """The highest id on the board, deleted tasks included (0 on an empty board)."""
-        return max_id_of(self.names())
+        """The highest id on the board, deleted tasks included (0 on an empty board).
+        Under the write lock it comes from the last writer's record when the board folder
+        is unchanged since (taskboard.index.recorded_last): a file copied in since has
+        changed the folder, and the folder is listed. The next id's file is looked for
+        all the same: an id in use is never handed out."""
+        if self._exclusive and self._last is not None:
+            last = self._last
+            while os.path.lexists(f"{self.path}/task_{last + 1}.json"):
+                last += 1
+        else:
+            last = max_id_of(self.names())
+        if self._exclusive:
+            self._last = last
+        return last
 
     def _unordered_ids(self) -> list[int]:
         return ids_from_file_names(self.names())
@@ -212,7 +255,7 @@ class Store:
     def names(self) -> list[str]:
         """Every name in the board folder, unordered (none when there is no board yet)."""
         try:
-            return os.listdir(self.root)
+            return os.listdir(self.path)
         except FileNotFoundError:
             return []
         except NotADirectoryError:
@@ -227,13 +270,13 @@ class Store:
     def read(self, task_id: int) -> Record:
         name = file_name(task_id)
         try:
-            data = read_bytes(f"{self.root}/{name}")  # a str path: pathlib's `/` costs ~10 µs a file
+            data = read_bytes(f"{self.path}/{name}")  # a str path: pathlib's `/` costs ~10 µs a file
         except FileNotFoundError:
             raise NotFound(f"no task #{task_id}") from None
         except NotADirectoryError:  # the board path is, or lies under, a file
             raise UsageError(f"the board path {self.root} is not a folder") from None
         except OSError as exc:
-            if exc.errno == errno.ELOOP and not os.path.islink(f"{self.root}/{name}"):
+            if exc.errno == errno.ELOOP and not os.path.islink(f"{self.path}/{name}"):
                 raise unusable(self.root, exc) from None  # the board path loops, not the file
             raise self._unreadable(name, exc) from None
         return decode(data, name)
@@ -257,9 +300,9 @@ class Store:
 
     def scratch_names(self) -> list[str]:
         try:
-            if not stat.S_ISDIR(os.lstat(self.scratch).st_mode):
+            if not stat.S_ISDIR(os.lstat(self.scratch_dir).st_mode):
                 return [SCRATCH_NAME]  # a link or file in its place: recovery removes it, never a link's target
-            return sorted(os.listdir(self.scratch))
+            return sorted(os.listdir(self.scratch_dir))
         except (FileNotFoundError, NotADirectoryError):
             return []
 
@@ -270,7 +313,7 @@ class Store:
         inodes of the board folder's entries (one scandir, no file opened). The lock and
         scratch entries are left out: readers and writers touch them without a change."""
         try:
-            with os.scandir(self.root) as entries:
+            with os.scandir(self.path) as entries:
                 found = []
                 for entry in entries:
                     if self.is_own(entry.name):
@@ -331,7 +374,7 @@ class Store:
         writer waits queue behind it, and a stream of overlapping reads cannot keep a
         change out until it times out. No folder yet: nobody to queue behind."""
         try:
-            fd = os.open(self.scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(self.scratch_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             yield
             return
@@ -360,7 +403,7 @@ class Store:
         reader) when the board is read-only, so nothing can change it meanwhile."""
         flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(self.lock_path, flags, 0o666)
+            fd = os.open(self.lock_file, flags, 0o666)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
@@ -385,7 +428,7 @@ class Store:
         """Why the lock file cannot be opened, naming it (or the board, when the trouble
         is on the way to it); never an internal error."""
         if exc.errno == errno.ELOOP:  # never lock (or create) through a link someone planted
-            if not os.path.islink(self.lock_path):
+            if not os.path.islink(self.lock_file):
                 return unusable(self.root, exc)  # the board path itself loops
             return Corrupt(
                 f"{LOCK_NAME}: is a symbolic link; remove it, the board recreates its lock file", LOCK_NAME, "symlink"
@@ -439,15 +482,21 @@ class Store:
             notes = self.recover()
             if fresh or self._unfinished():  # a board made by any first write keeps its lock out of git
                 self.write_git_files()
+            from .index import recorded_last, remember_last
+
+            self._last = recorded_last(self.path)
             yield notes
+            if self._last is not None:  # the change is done: the next writer need not list the folder
+                remember_last(self.path, self._last)
         finally:
             self._exclusive = False
+            self._last = None
             os.close(fd)  # closing drops the flock
 
     def ensure_folder(self) -> bool:
         """Create the board folder for a first write; True when this call made it."""
         try:
-            if stat.S_ISDIR(os.stat(self.root).st_mode):
+            if stat.S_ISDIR(os.stat(self.path).st_mode):
                 return False
             raise UsageError(f"the board path {self.root} is not a folder (a file is in the way)")
         except FileNotFoundError:
@@ -472,8 +521,10 @@ class Store:
         """A board whose first write was killed between making the folder and writing its
         git files: a git file is missing and no task exists yet. (A board with tasks whose
         owner removed a git file on purpose is left as it is.)"""
-        root = str(self.root)
+        root = self.path
         if os.path.lexists(root + "/.gitignore") and os.path.lexists(root + "/.gitattributes"):
+            return False
+        if os.path.lexists(root + "/task_1.json"):  # most boards start at #1: one stat, not a look at the folder
             return False
         with os.scandir(root) as entries:  # stops at the first task file: a board built by hand has no git files
             return not any(id_from_file_name(entry.name) is not None for entry in entries)
@@ -482,7 +533,7 @@ class Store:
         """The .gitignore (lock and scratch files) and .gitattributes a board needs; the ones written."""
         written = []
         for name, text in ((".gitignore", GITIGNORE), (".gitattributes", GITATTRIBUTES)):
-            if not os.path.lexists(self.root / name):
+            if not os.path.lexists(os.path.join(self.path, name)):
                 self.write_plain(name, text)
                 written.append(name)
         return written
@@ -510,7 +561,8 @@ class Store:
         if appends:
             from .journal import check_writable
 
-            check_writable(self.root, appends)
+            check_writable(self.path, appends)
+        self._raise_last(files)
         if len(files) == 1 and not appends and not remove:
             self._apply(files)
             return
@@ -527,8 +579,8 @@ class Store:
             if remove:
                 document["remove"] = list(remove)
             payload = json.dumps(document, ensure_ascii=False).encode("utf-8")
-            intent = self._replace(self.scratch, INTENT_NAME, payload, sync=False)
-            _sync_together([temp for _, temp in staged] + [intent], [str(self.scratch)])  # durable, then...
+            intent = self._replace(self.scratch_dir, INTENT_NAME, payload, sync=False)
+            _sync_together([temp for _, temp in staged] + [intent], [self.scratch_dir])  # durable, then...
             if appends:
                 self._append(appends)
         except OSError as exc:
@@ -537,26 +589,31 @@ class Store:
             raise unusable(self.root, exc, "; nothing was changed") from None
         try:
             for name, temp in staged:
-                os.replace(temp, f"{self.root}/{name}")  # replaces a symlink itself, never its target
+                os.replace(temp, f"{self.path}/{name}")  # replaces a symlink itself, never its target
                 self._crash_point()
             for name in remove or ():
                 if id_from_file_name(name) is not None:  # a task file of this board, never anything else
                     with suppress(FileNotFoundError):
-                        os.unlink(self.root / name)
-            shards = [os.path.join(self.root, name) for name in appends or ()]
-            folders = [os.path.join(self.root, JOURNAL_FOLDER)] if appends else []  # a shard made just now
-            _sync_together(shards, folders + ([str(self.root)] if files or remove else []))
+                        os.unlink(os.path.join(self.path, name))
+            shards = [os.path.join(self.path, name) for name in appends or ()]
+            folders = [os.path.join(self.path, JOURNAL_FOLDER)] if appends else []  # a shard made just now
+            _sync_together(shards, folders + ([self.path] if files or remove else []))
             os.unlink(intent)
-            _fsync_folder(self.scratch)
+            _fsync_folder(self.scratch_dir)
         except OSError as exc:  # the intent is whole and durable: the next command completes the change
             raise unusable(self.root, exc, "; the next command completes the change") from None
+
+    def _raise_last(self, files: dict[str, bytes]) -> None:
+        """The highest id the next writer can be told, with the files this change writes."""
+        if self._last is not None:
+            self._last = max([self._last] + [id_from_file_name(name) or 0 for name in files])
 
     def _shard_sizes(self, appends: dict[str, bytes]) -> dict[str, int | None]:
         """How long each journal shard is before a change appends to it (None: not there)."""
         sizes: dict[str, int | None] = {}
         for name in appends:
             try:
-                sizes[name] = os.lstat(os.path.join(self.root, name)).st_size
+                sizes[name] = os.lstat(os.path.join(self.path, name)).st_size
             except OSError:
                 sizes[name] = None
         return sizes
@@ -564,7 +621,7 @@ class Store:
     def _undo_appends(self, sizes: dict[str, int | None]) -> None:
         """Cut journal shards back to what they were before a change that failed."""
         for name, size in sizes.items():
-            path = os.path.join(self.root, name)
+            path = os.path.join(self.path, name)
             with suppress(OSError):
                 if size is None:
                     os.unlink(path)
@@ -583,7 +640,7 @@ class Store:
         notes = []
         for name, data in appends.items():
             try:
-                append(self.root, name, data, replay=replay, sync=False)
+                append(self.path, name, data, replay=replay, sync=False)
             except OSError as exc:
                 if not replay:
                     raise
@@ -598,14 +655,14 @@ class Store:
         """A board file that is not a task (.gitignore, .gitattributes), atomically."""
         try:
             self._make_scratch()
-            self._replace(self.root, name, text.encode("utf-8"))
-            _fsync_folder(self.root)
+            self._replace(self.path, name, text.encode("utf-8"))
+            _fsync_folder(self.path)
         except OSError as exc:
             raise unusable(self.root, exc, f" (writing {name})") from None
 
     def _make_scratch(self) -> None:
         with suppress(FileExistsError):
-            os.mkdir(self.scratch)
+            os.mkdir(self.scratch_dir)
 
     def _apply(
         self,
@@ -622,7 +679,7 @@ class Store:
         # lines a recovery could not append.
         try:
             for name, data in files.items():
-                self._replace(self.root, name, data, sync=not journaled)
+                self._replace(self.path, name, data, sync=not journaled)
         except OSError as exc:
             if journaled:  # a recovery: the intent stays, a later command finishes the change
                 raise unusable(self.root, exc, "; an interrupted change waits to be finished") from None
@@ -630,19 +687,19 @@ class Store:
         for name in remove or ():
             if id_from_file_name(name) is not None:  # a task file of this board, never anything else
                 with suppress(FileNotFoundError):
-                    os.unlink(self.root / name)
+                    os.unlink(os.path.join(self.path, name))
         notes = self._append(appends, replay) if appends else []
-        durable = [os.path.join(self.root, name) for name in files] if journaled else []
-        durable += [os.path.join(self.root, name) for name in appends or ()]
-        folders = [os.path.join(self.root, JOURNAL_FOLDER)] if appends else []  # a shard made just now
-        folders += [str(self.root)] if files or remove else []
+        durable = [os.path.join(self.path, name) for name in files] if journaled else []
+        durable += [os.path.join(self.path, name) for name in appends or ()]
+        folders = [os.path.join(self.path, JOURNAL_FOLDER)] if appends else []  # a shard made just now
+        folders += [self.path] if files or remove else []
         _sync_together(durable, folders)
         return notes
 
     def _stage(self, name: str, data: bytes, sync: bool = True) -> str:
         """A new file's content written in the scratch folder; its path there. On failure
         (a full disk) nothing is left behind."""
-        temp = f"{self.scratch}/.{name}.{os.getpid()}.tmp"
+        temp = f"{self.scratch_dir}/.{name}.{os.getpid()}.tmp"
         fd = os.open(temp, _WRITE_FLAGS, 0o666)  # 0o666 less the umask, as for any new file
         try:
             view = memoryview(data)
@@ -657,7 +714,7 @@ class Store:
         os.close(fd)
         return temp
 
-    def _replace(self, folder: Path, name: str, data: bytes, sync: bool = True) -> str:
+    def _replace(self, folder: str, name: str, data: bytes, sync: bool = True) -> str:
         """One file replaced atomically; its path."""
         temp = self._stage(name, data, sync)
         target = f"{folder}/{name}"
@@ -689,8 +746,8 @@ class Store:
         names = self.scratch_names()
         if not names:
             return []
-        if not stat.S_ISDIR(os.lstat(self.scratch).st_mode):
-            os.unlink(self.scratch)  # removes a link itself: files it points to are not ours to touch
+        if not stat.S_ISDIR(os.lstat(self.scratch_dir).st_mode):
+            os.unlink(self.scratch_dir)  # removes a link itself: files it points to are not ours to touch
             return [
                 Note(
                     "scratch-replaced",
@@ -738,7 +795,7 @@ class Store:
                     count=len(leftovers),
                 )
             )
-        _fsync_folder(self.scratch)
+        _fsync_folder(self.scratch_dir)
         return notes
 
 

@@ -214,6 +214,92 @@ def test_a_folder_changed_within_the_racy_window_is_listed_again(board_dir, monk
         assert saved is not None and saved["folder"] is None, "a folder this new is never vouched for"
 
 
+def _created(board: Path, *args: str) -> int:
+    done = call(["--dir", str(board), "create", "new", "--json", *args])
+    assert done["exit"] == 0, done
+    return json.loads(done["stdout"])["id"]
+
+
+def _lists_the_board(board: Path) -> bool:
+    """Whether a create lists the board folder (an audit hook on this process)."""
+    listed: list[str] = []
+    _LISTED.append(listed)
+    try:
+        _created(board)
+    finally:
+        _LISTED.remove(listed)
+    return any(os.path.abspath(path) == os.path.abspath(board) for path in listed)
+
+
+_LISTED: list[list[str]] = []
+
+
+def _listing_hook(event, args):
+    if event == "os.listdir" and _LISTED and isinstance(args[0], (str, os.PathLike)):
+        _LISTED[-1].append(os.fspath(args[0]))
+
+
+sys.addaudithook(_listing_hook)
+
+
+def _fine_grained(board: Path) -> bool:
+    """Whether this kernel gives a folder changed right after a stat a new ctime (what a
+    create's record rests on; without it every create lists the folder), probed in a
+    folder beside the board."""
+    probe = board.parent / "probe"
+    probe.mkdir(exist_ok=True)
+    fd = os.open(probe, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        return index._fine_grained(fd)
+    finally:
+        os.close(fd)
+
+
+def test_create_takes_the_next_id_from_the_last_writer_and_sees_every_file_that_came_since(board_dir):
+    """The highest id is the file names' (DESIGN 2): after a change through `tasks` the
+    next writer takes it from the record that change left, while the board folder is
+    unchanged; a file copied in (or by rename), removed, or a git checkout changes the
+    folder, and the next create lists it again."""
+    write_board(board_dir, [record(1), record(2)])
+    assert _created(board_dir) == 3
+    recorded = _fine_grained(board_dir)  # true on Linux 6.13+ (ext4, xfs, btrfs, tmpfs)
+    assert _lists_the_board(board_dir) is not recorded, "an unchanged folder is not listed again"
+    assert (board_dir / ".cache" / index.LAST_NAME).is_file() is recorded
+    (board_dir / "task_9.json").write_text(json.dumps(record(9), indent=2) + "\n")
+    assert _created(board_dir) == 10
+    temp = board_dir / ".task_20.json.swp"
+    temp.write_text(json.dumps(record(20), indent=2) + "\n")
+    os.replace(temp, board_dir / "task_20.json")
+    assert _created(board_dir) == 21
+    (board_dir / "task_21.json").unlink()
+    (board_dir / "task_20.json").unlink()
+    assert _created(board_dir) == 11  # what the files say: the removed ids were the highest
+    (board_dir / "task_12.json").write_text(json.dumps(record(12), indent=2) + "\n")
+    os.utime(board_dir, ns=(0, 0))  # even a folder whose times were set back: its ctime moved on
+    assert _created(board_dir) == 13
+
+
+def test_an_update_passes_the_record_on_and_a_damaged_record_is_ignored(board_dir):
+    write_board(board_dir, [record(1), record(2)])
+    assert _created(board_dir) == 3
+    assert call(["--dir", str(board_dir), "update", "1", "--status", "completed"])["exit"] == 0
+    assert _lists_the_board(board_dir) is not _fine_grained(board_dir), "a change that made no file passes it on"
+    (board_dir / ".cache" / index.LAST_NAME).write_bytes(b"garbage")
+    assert _lists_the_board(board_dir)
+    assert _created(board_dir) == 6
+
+
+def test_no_record_where_a_change_after_a_stat_can_keep_the_ctime(board_dir, monkeypatch):
+    """A coarse clock (no multigrain timestamps): a file copied in just after a create
+    could leave the folder's ctime as that create saw it, so nothing is recorded and
+    every create lists the folder."""
+    monkeypatch.setattr(index, "_fine_grained", lambda folder: False)
+    write_board(board_dir, [record(1)])
+    assert _created(board_dir) == 2
+    assert not (board_dir / ".cache" / index.LAST_NAME).exists()
+    assert _lists_the_board(board_dir)
+
+
 def test_history_is_read_only_by_the_commands_that_show_it(board_dir):
     write_board(board_dir, [record(i, status="completed") for i in range(1, 40)] + [record(40)])
     settle()
@@ -469,7 +555,10 @@ class BoardAndCache(RuleBasedStateMachine):
     def create(self, subject, blockers, seed):
         live = [i for i, r in files_say(self.board)[0].items() if r["status"] != "deleted"]
         chosen = random.Random(seed).sample(live, min(blockers, len(live)))
-        self.tasks("create", subject, *[arg for b in chosen for arg in ("--blocked-by", str(b))])
+        wanted = max(self.ids(), default=0) + 1  # the highest file name's id + 1, whatever came or went by hand
+        done = self.tasks("create", subject, *[arg for b in chosen for arg in ("--blocked-by", str(b))], "--json")
+        if done["exit"] == 0:
+            assert json.loads(done["stdout"])["id"] == wanted
 
     @precondition(lambda self: self.board.is_dir())
     @rule(seed=st.integers(0, 999), status=st.sampled_from(STATUSES))
