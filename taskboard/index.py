@@ -43,7 +43,6 @@ from contextlib import suppress
 
 from .errors import Corrupt, NotFound
 from .model import OPEN, ids_from_file_names
-from .store import CACHE_NAME
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -52,6 +51,7 @@ if TYPE_CHECKING:
     from .model import Record
     from .store import Store
 
+CACHE_NAME = ".cache"  # in the board folder; taskboard.store leaves it out of git
 INDEX_NAME = "index"
 HISTORY_NAME = "history"
 LAST_NAME = "last"  # the highest id, as the last writer left the board folder

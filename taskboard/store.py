@@ -27,6 +27,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from .errors import Busy, Corrupt, NotFound, UsageError
+from .index import CACHE_NAME, recorded_last, remember_last  # the cache: derived from the task files
 from .model import (
     MAX_FILE_BYTES,
     Record,
@@ -50,7 +51,6 @@ SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
 JOURNAL_FOLDER = "journal"  # taskboard.journal's shards: appended to within a change
 DEFAULT_TIMEOUT = 10.0
-CACHE_NAME = ".cache"  # taskboard.index: derived from the task files
 GITIGNORE = "# taskboard: the lock, scratch files, runtime state and cache are never committed\n.lock\n.scratch/\n.state/\n.cache/\n"
 GITATTRIBUTES = "task_*.json text eol=lf merge=tasks\njournal/*.jsonl merge=union\n"  # merge=tasks: gitwire's driver
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
@@ -482,8 +482,6 @@ class Store:
             notes = self.recover()
             if fresh or self._unfinished():  # a board made by any first write keeps its lock out of git
                 self.write_git_files()
-            from .index import recorded_last, remember_last
-
             self._last = recorded_last(self.path)
             yield notes
             if self._last is not None:  # the change is done: the next writer need not list the folder
