@@ -129,6 +129,8 @@ class Change:
         self.before: dict[int, bytes | None] = {}
         self.was: dict[int, tuple[str, str]] = {}  # status and owner of each edited record before the change
         self.runtime: dict[int, dict] = {}  # what to record in the runtime state, by task (taskboard.claims)
+        self.guard: Any = None  # moves the remote's claim refs before the files (taskboard.remote)
+        self.forced = False  # the change overrides a holder (its claim ref included)
 
     def get(self, task_id: int) -> Record:
         if task_id not in self.records:
@@ -194,14 +196,20 @@ class Change:
             actor = journal.actor_of(self.actor)
             self.journaled = journal.entries(events, actor, journal.stamp())
             appends = {journal.shard_name(actor): journal.encode(self.journaled)}
-        if moved or self.runtime:  # the runtime state follows status and owner (taskboard.claims)
-            from . import claims
+        undo = self.guard(self, moved) if moved and self.guard is not None else None  # refused: nothing written
+        try:
+            if moved or self.runtime:  # the runtime state follows status and owner (taskboard.claims)
+                from . import claims
 
-            with claims.state_of(self.store).locked():
+                with claims.state_of(self.store).locked():
+                    self.store.write(files, appends)
+                    claims.record(self, moved)
+            else:
                 self.store.write(files, appends)
-                claims.record(self, moved)
-        else:
-            self.store.write(files, appends)
+        except BaseException:
+            if undo is not None:
+                undo()  # the claim refs moved for this change go back as they were
+            raise
         return sorted(written, key=lambda record: record["id"])
 
 
@@ -216,10 +224,23 @@ class Board:
         self.store = store
         self.caller = caller  # checked by every change (check_caller), never by a read
         self.offline = False  # claims and their refs stay on this clone (taskboard.remote)
+        self.ref_notes: list[Note] = []  # what moving the claim refs had to say (taskboard.remote)
 
     def change(self) -> Change:
         """A change on this board, journaled as made by the caller (else the login name)."""
-        return Change(self.store, check_caller(self.caller))
+        change = Change(self.store, check_caller(self.caller))
+        if not self.offline:
+            change.guard = self._move_refs
+        return change
+
+    def _move_refs(self, change: Change, moved: list[Record]) -> Any:
+        """Before a change that moves status or owner is written: the claim refs follow,
+        each by an exact compare-and-swap (taskboard.remote); the undo, if any moved."""
+        from . import remote
+
+        notes, undo = remote.guard(self, change, moved)
+        self.ref_notes += notes
+        return undo
 
     # -- reading ---------------------------------------------------------------
 
@@ -421,12 +442,10 @@ class Board:
 
         return self._follow(gates.complete(self, task_id, gate_timeout, attempt))
 
-    def _follow(self, outcome: Outcome, renewed: bool = False) -> Outcome:
-        """Claim refs on the remote follow what the change did to status and owner (taskboard.remote)."""
-        if not self.offline:
-            from . import remote
-
-            remote.follow(self, outcome, renewed)
+    def _follow(self, outcome: Outcome) -> Outcome:
+        """What moving the claim refs on the remote had to say (taskboard.remote)."""
+        outcome.notes += self.ref_notes
+        self.ref_notes = []
         return outcome
 
     def _update(
@@ -445,6 +464,7 @@ class Board:
         self._require_board([task_id])
         with self.store.writing() as notes:
             change = self.change()
+            change.forced = force
             record = change.get(task_id)
             for other in patch.edges():
                 change.get(other)
@@ -644,7 +664,11 @@ class Board:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""
         from . import claims
 
-        return self._follow(claims.renew(self, task_id, lease), renewed=True)
+        if not self.offline:  # the claim ref is renewed first: a claim taken over elsewhere is refused
+            from . import remote
+
+            self.ref_notes += remote.renew(self, task_id, lease)
+        return self._follow(claims.renew(self, task_id, lease))
 
     def fail(self, task_id: int, note: str) -> Outcome:
         """Record a failed attempt at task_id without changing it (a failed gate)."""

@@ -20,10 +20,13 @@ A claim costs one round trip when what we saw is still true (the push), two when
 remote moved (the push is refused, a fetch of the one ref says who holds it). The
 order is ref, then task file: a claimer killed in between leaves a ref naming an owner
 whose task is not written; the same owner's next claim finds the ref its own and
-writes the task, and `check --fix` makes the task follow the ref. Release, completion,
-reopening and renewal move the ref after the task file; when the remote cannot be
-reached the task file stays right and `check` (or the next `sync`) reports and moves
-the lagging ref.
+writes the task, and `check --fix` makes the task follow the ref. Every other change of
+a task's status or owner (release, completion, reopening, deletion, an edit; renewal)
+moves the ref first, by an exact compare-and-swap from the claim of the task's holder
+here, and is refused (nothing written) when the ref names anyone else's claim: a holder
+whose claim was taken over on another machine cannot end it (see `guard`). When the
+remote cannot be reached the change is made here, a note says the ref lags, and `check`
+(or the next `sync`) moves it.
 """
 
 from __future__ import annotations
@@ -566,56 +569,133 @@ def _win(git: Git, config: Config, record: Record, owner: str, lease: float | No
 
 
 def _give_back(git: Git, config: Config, record: Record, ours: str, previous: str | None) -> None:
-    """After a claim failed here: the ref back to a released document (best effort)."""
-    data = document(record["uid"], record["id"], "", "released", config.clone)
+    """After a claim failed here: the ref back to exactly what it was (best effort)."""
     with contextlib.suppress(TaskError):  # check reports the ref; nothing here depends on it
-        push(git, config, record["uid"], data, ours)
+        restore(git, config, record["uid"], ours, previous)
+
+
+def restore(git: Git, config: Config, uid: str, ours: str, previous: str | None) -> bool:
+    """Put a ref this clone just moved to `ours` back to `previous` (None: delete it), by
+    the same exact compare-and-swap; whether it went back."""
+    ref = CLAIMS + uid
+    done = git.run(
+        "push",
+        "--porcelain",
+        "--no-verify",
+        config.name,
+        f"{previous or ''}:{ref}",
+        f"--force-with-lease={ref}:{ours}",
+        network=True,
+    )
+    if _push_flag(done, ref) in (None, "!"):
+        return False
+    if previous is None:
+        git.run("update-ref", "-d", tracking(config.name) + uid)
+    else:
+        git.run("update-ref", tracking(config.name) + uid, previous)
+    _mirror_set(config, uid, known(git, config, [uid])[uid])
+    return True
 
 
 # -- following changes made here ------------------------------------------------------------------
-
-
-MOVES = ("claimed", "started", "released", "completed", "deleted", "reopened", "takeover")
-
-
-def follow(board: Board, outcome: Outcome, renewed: bool = False) -> None:
-    """After a change written here: move the claim refs of the tasks whose status or
-    owner it moved (release, completion, reopening, deletion; a renewal with `renewed`)
-    so the remote agrees. A ref that cannot be moved now is named in a note."""
-    config = config_of(board.store)
-    if config is None:
-        return
-    moved = {event.task for event in outcome.events if event.what in MOVES}
-    if renewed and outcome.record is not None:
-        moved.add(outcome.record["id"])
-    records = [r for r in outcome.written if r["id"] in moved] or (
-        [outcome.record] if renewed and outcome.record is not None else []
-    )
-    records = [r for r in records if isinstance(r.get("uid"), str)]
-    if not records:
-        return
-    git = Git(board.store)
-    try:
-        seen = known(git, config, [r["uid"] for r in records])
-    except TaskError:
-        return
-    for record in records:
-        problem = _move_ref(git, config, record, seen[record["uid"]], renewed, board)
-        if problem:
-            outcome.notes.append(
-                Note(
-                    "claim-ref-behind",
-                    f"the claim ref of #{record['id']} on {config.name} was not updated ({problem}); "
-                    "a sync or a check with repairs updates it",
-                    task=record["id"],
-                    remote=config.name,
-                )
-            )
+#
+# Every change that moves a task's status or owner moves its claim ref first, under the
+# board lock, just before the files are written (Board.change's guard): an exact
+# compare-and-swap from the ref this clone believes (its tracking ref) to the document
+# the record will bear. The ref may move only from a claim of the task's holder before
+# the change (the claim this clone's board says it holds), from nothing, or from the
+# very document this clone last saw; a claim of anyone else, or a release or completion
+# made elsewhere since, refuses the change (4, naming who holds it) and nothing is
+# written here. A person's --force moves it from whatever it is now. When the remote
+# cannot be reached the change is made here and a note says the ref lags.
 
 
 def wanted(record: Record) -> str:
     status = record["status"]
     return "claimed" if status == "in_progress" else "done" if status == "completed" else "released"
+
+
+def guard(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
+    """Move the claim refs of the records a change is about to write with a new status or
+    owner: (notes, an undo that puts the moved refs back, or None). Refused: nothing moved."""
+    config = config_of(board.store)
+    records = [r for r in moved if isinstance(r.get("uid"), str)]
+    if config is None or not records:
+        return [], None
+    git = Git(board.store)
+    notes: list[Note] = []
+    try:
+        seen = known(git, config, [r["uid"] for r in records])
+    except TaskError as exc:
+        return [_behind(records[0], config, exc.message)], None
+    done: list[tuple[str, str, str | None]] = []
+
+    def undo() -> None:
+        for uid, ours, previous in reversed(done):
+            with contextlib.suppress(TaskError):
+                restore(git, config, uid, ours, previous)
+
+    for record in records:
+        status, owner = change.was.get(record["id"], ("pending", ""))
+        holder = owner if status == "in_progress" else ""
+        try:
+            swapped = _swap(git, config, board, record, seen[record["uid"]], holder, change.forced)
+        except Refused as exc:
+            if exc.reason == "claim-ref-garbage":
+                notes.append(_behind(record, config, exc.message))
+                continue
+            undo()
+            raise
+        except Busy as exc:
+            notes.append(_behind(record, config, exc.message))
+            continue
+        if swapped is not None:
+            done.append((record["uid"], *swapped))
+    return notes, (undo if done else None)
+
+
+def renew(board: Board, task_id: int, lease: float | None) -> list[Note]:
+    """Before `renew` renews a lease here: the claim ref says so too, moved only from the
+    caller's own claim. A claim taken over elsewhere is refused (4) naming the holder."""
+    from . import claims
+
+    config = config_of(board.store)
+    if config is None or not board.caller:
+        return []
+    try:
+        record = board.store.read(task_id)
+    except TaskError:
+        return []  # claims.renew says what is wrong
+    held = claims.Runtime(claims.state_of(board.store)).entry(record).claim
+    seconds = lease or (held or {}).get("lease")
+    if (
+        record["status"] != "in_progress"
+        or record["owner"] != board.caller
+        or not seconds
+        or not claims.is_uid(record.get("uid"))
+    ):
+        return []  # nothing to renew: claims.renew refuses it or says so
+    git = Git(board.store)
+    try:
+        seen = known(git, config, [record["uid"]])[record["uid"]]
+        _swap(git, config, board, record, seen, record["owner"], False, renewal=(seconds, time.time()))
+    except Busy as exc:
+        return [_behind(record, config, exc.message)]
+    except Refused as exc:
+        if exc.reason == "claim-ref-garbage":
+            return [_behind(record, config, exc.message)]
+        raise
+    return []
+
+
+def _behind(record: Record, config: Config, why: str) -> Note:
+    return Note(
+        "claim-ref-behind",
+        f"the claim ref of #{record['id']} on {config.name} was not updated ({why}); "
+        "a sync or a check with repairs updates it",
+        task=record["id"],
+        remote=config.name,
+    )
 
 
 def _lease_of(board: Board, record: Record) -> tuple[float | None, float | None]:
@@ -629,38 +709,113 @@ def _lease_of(board: Board, record: Record) -> tuple[float | None, float | None]
     return None, None
 
 
-def _agrees(doc: dict | None, record: Record, state: str) -> bool:
-    """Whether a ref's document already says what the record says."""
+def _verdict(
+    seen: Known, believed: str | None, record: Record, holder: str, forced: bool, renewal: bool
+) -> bool | None:
+    """Whether the ref `seen` may move to what `record` says: None when it already says
+    so, True when it may, False when it names a claim that is not the holder's."""
+    state, doc = wanted(record), seen.doc
     if doc is None:
-        return state == "released"
-    return doc["state"] == state and (state != "claimed" or doc["owner"] == record["owner"])
+        return None if state == "released" else True
+    agrees = doc["state"] == state and (state != "claimed" or doc["owner"] == record["owner"])
+    if agrees and not renewal:
+        return None
+    if forced:
+        return True
+    if doc["state"] == "claimed":
+        return doc["owner"] == holder or (state == "claimed" and doc["owner"] == record["owner"])
+    return seen.sha == believed and not renewal  # given back or completed as this clone last saw it
 
 
-def _move_ref(git: Git, config: Config, record: Record, seen: Known, renewed: bool, board: Board) -> str:
-    """Move one ref to what the record says; '' when done (or nothing to do), else why not."""
-    state = wanted(record)
+def _not_yours(record: Record, doc: dict, holder: str, config: Config) -> Refused:
+    """The refusal of a change whose claim ref names a claim that is not the holder's."""
+    task, where = record["id"], config.name
+    if doc["state"] == "claimed":
+        whose = f"{doc['owner']} holds #{task} through its claim ref on {where}"
+        ended = f"#{task} was taken over: {whose}, so {holder}'s claim on it has ended" if holder else whose
+        return Refused(f"{ended}; nothing was changed", "held-remote", task=task, holder=doc["owner"], remote=where)
+    if doc["state"] == "done":
+        return Refused(
+            f"#{task} was completed by {doc['owner'] or 'someone'} in another clone (through {where}); "
+            "nothing was changed",
+            "done-remote",
+            task=task,
+            holder=doc["owner"],
+            remote=where,
+        )
+    ended = f"{holder}'s claim on #{task} has ended" if holder else f"the claim ref of #{task} moved"
+    return Refused(
+        f"{ended}: it was given back in another clone (through {where}) since this clone last looked; "
+        "nothing was changed",
+        "released-remote",
+        task=task,
+        holder="",
+        remote=where,
+    )
+
+
+def _swap(
+    git: Git,
+    config: Config,
+    board: Board,
+    record: Record,
+    seen: Known,
+    holder: str,
+    forced: bool,
+    renewal: tuple[float, float] | None = None,
+) -> tuple[str, str | None] | None:
+    """Move one claim ref to what `record` says by an exact compare-and-swap from `seen`
+    (what this clone believes); `holder`: who held the task here before the change.
+    (the ref's new object, its object before) when it moved, None when it already said
+    so. Refused when it names a claim that is not the holder's (after one fetch to be
+    sure), Busy when the remote cannot be reached."""
+    believed, fresh = seen.sha, False
+    uid = record["uid"]
     for _attempt in range(ATTEMPTS):
         if seen.garbage:
-            return f"it is not a claim: {seen.garbage}"
-        if _agrees(seen.doc, record, state) and not (renewed and state == "claimed"):
-            return ""
-        lease, at = _lease_of(board, record) if state == "claimed" else (None, None)
-        if state == "claimed" and at is None:  # a claim the file already bears: the ref is no newer than it
-            at = _updated(record) or None
-        data = document(record["uid"], record["id"], record["owner"], state, config.clone, lease)
-        if at is not None:
-            moved = json.loads(data)
-            moved["at"] = round(at, 3)
-            data = (json.dumps(moved, sort_keys=True) + "\n").encode("utf-8")
-        try:
-            if push(git, config, record["uid"], data, seen.sha) is not None:
-                return ""
-            seen = fetch_one(git, config, record["uid"])
-        except Busy as exc:
-            return exc.message
-        if seen.doc is not None and live(seen.doc) and seen.doc["owner"] != record["owner"] and state != "done":
-            return f"{seen.doc['owner']} holds it there"
-    return "the ref kept changing"
+            raise Refused(f"it is not a claim: {seen.garbage}", "claim-ref-garbage", task=record["id"])
+        verdict = _verdict(seen, believed, record, holder, forced, renewal is not None)
+        if verdict is None:
+            return None
+        if verdict is False:
+            if fresh and seen.doc is not None:
+                raise _not_yours(record, seen.doc, holder, config)
+            seen, fresh = fetch_one(git, config, uid), True
+            continue
+        new = push(git, config, uid, _document_for(board, record, config, renewal), seen.sha)
+        if new is not None:
+            return new, seen.sha
+        seen, fresh = fetch_one(git, config, uid), True
+    raise Busy(f"the claim ref of #{record['id']} on {config.name} kept changing; try again", "claim-ref-moving")
+
+
+def _document_for(board: Board, record: Record, config: Config, renewal: tuple[float, float] | None) -> bytes:
+    """The claim document `record` bears: a claim carries its lease and when it was last
+    renewed (a claim the file already bears is no newer than the file)."""
+    state = wanted(record)
+    owner = record["owner"] if state != "released" else ""
+    if renewal is not None:
+        lease, at = renewal
+    elif state == "claimed":
+        lease, at = _lease_of(board, record)
+        at = at or _updated(record) or None
+    else:
+        lease, at = None, None
+    data = document(record["uid"], record["id"], owner, state, config.clone, lease)
+    if at is None:
+        return data
+    moved = json.loads(data)
+    moved["at"] = round(at, 3)
+    return (json.dumps(moved, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _move_ref(git: Git, config: Config, record: Record, seen: Known, board: Board, holder: str, forced: bool) -> str:
+    """check --fix: move one ref to what the record says; '' when done (or nothing to do), else why not."""
+    try:
+        _swap(git, config, board, record, seen, holder, forced)
+    except (Busy, Refused) as exc:
+        return exc.message
+    return ""
 
 
 # -- configuring ------------------------------------------------------------------------------------
@@ -736,7 +891,11 @@ def check_problems(board: Board, fix: bool = False) -> list[Problem]:
         if record["status"] == "in_progress" and record["owner"] and isinstance(held, str) and held not in refs:
             message = f"#{record['id']} is held by {record['owner']} here but has no claim ref on {config.name}"
             problems.append(
-                _fixed(record, message, fix and not _move_ref(git, config, record, Known(held), False, board))
+                _fixed(
+                    record,
+                    message,
+                    fix and not _move_ref(git, config, record, Known(held), board, record["owner"], False),
+                )
             )
     return problems
 
@@ -768,14 +927,17 @@ def _disagreement(
     where = f"{CLAIMS}{seen.uid} on {config.name}"
     ref_state, mine, status = doc["state"], doc["clone"] == config.clone, record["status"]
 
-    def push_fix(message: str) -> Problem:
-        return _fixed(record, message, fix and not _move_ref(git, config, record, seen, False, board))
+    def push_fix(message: str, holder: str, forced: bool) -> Problem:
+        return _fixed(record, message, fix and not _move_ref(git, config, record, seen, board, holder, forced))
 
     if ref_state == "claimed" and live(doc) and status == "completed":
-        return push_fix(f"#{record['id']} is completed here but {where} says {doc['owner']} holds it")
+        # moved from the claim of the task's holder here, or from any claim this clone made; another's is left
+        message = f"#{record['id']} is completed here but {where} says {doc['owner']} holds it"
+        return push_fix(message, record["owner"], mine)
     if ref_state == "claimed" and live(doc) and mine and status == "pending":
         if _updated(record) >= doc["at"]:
-            return push_fix(f"#{record['id']} was given back here but {where} still says {doc['owner']} holds it")
+            message = f"#{record['id']} was given back here but {where} still says {doc['owner']} holds it"
+            return push_fix(message, doc["owner"], False)
         message = f"{where} says {doc['owner']} claimed #{record['id']}, but its task file was not written"
         followed = False
         if fix:  # the claimer stopped between the ref and the task file: the task follows the ref
@@ -794,7 +956,8 @@ def _disagreement(
                 f"#{record['id']} is held by {record['owner']} here but by {doc['owner']} through {where}: "
                 "one of them must give it back",
             )
-        return push_fix(f"#{record['id']} is held by {record['owner']} here but {where} does not say so")
+        message = f"#{record['id']} is held by {record['owner']} here but {where} does not say so"
+        return push_fix(message, record["owner"], True)  # a claim of another that holds was named above
     return None
 
 

@@ -420,3 +420,102 @@ def test_a_lease_that_ran_out_on_another_machine_is_taken_over(fleet):
     (doc,) = fleet.claim_refs().values()
     assert (doc["owner"], doc["state"]) == ("bob", "claimed")
     assert (b.records()[4]["status"], b.records()[4]["owner"]) == ("in_progress", "bob")
+
+
+LAPSE = (  # the claim ref as it would be once its lease has run out (the holder's machine went away)
+    "import json, sys\n"
+    "from pathlib import Path\n"
+    "from taskboard import remote\n"
+    "from taskboard.store import Store\n"
+    "store = Store(Path('.tasks'))\n"
+    "config = remote.config_of(store)\n"
+    "git = remote.Git(store)\n"
+    "uid = store.read(int(sys.argv[1]))['uid']\n"
+    "seen = remote.fetch_one(git, config, uid)\n"
+    "doc = dict(seen.doc, at=seen.doc['at'] - 2 * seen.doc['lease'] - 60)\n"
+    "assert remote.push(git, config, uid, json.dumps(doc).encode(), seen.sha)\n"
+)
+
+
+def lapse(machine: Machine, task: int) -> None:
+    subprocess.run([sys.executable, "-c", LAPSE, str(task)], cwd=machine.top, env=machine.env, check=True)
+
+
+def taken_over(fleet: Fleet) -> tuple[Machine, Machine, bytes]:
+    """amy claims #4 on a with a lease; it runs out; bob takes it over on b. a has not
+    synced since: its board still says amy holds #4. Returns (a, b, a's #4 file)."""
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    a.tasks("claim", "4", "--lease", "15m", owner="amy")
+    a.tasks("sync")
+    lapse(a, 4)
+    b.tasks("sync")
+    took = b.tasks("claim", "4", "--json", owner="bob")
+    assert "ran out" in took.stderr
+    return a, b, (a.board / "task_4.json").read_bytes()
+
+
+@pytest.mark.parametrize("command", [["done", "4"], ["release", "4"], ["renew", "4", "--lease", "1h"]])
+def test_an_old_holder_cannot_end_a_claim_taken_over_on_another_machine(fleet, command):
+    a, b, before = taken_over(fleet)
+    ref = fleet.claim_refs()
+    refused = a.tasks(*command, "--json", owner="amy", expect=4)
+    error = json.loads(refused.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "refused" and "bob" in error["message"] and "amy" in error["message"]
+    assert (a.board / "task_4.json").read_bytes() == before  # nothing changed here
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "amy")
+    assert fleet.claim_refs() == ref  # the ref still names bob's claim
+    # having fetched the claim refs (but not b's board) changes nothing: still refused
+    a.git("fetch", "-q", "origin")
+    a.tasks(*command, owner="amy", expect=4)
+    assert fleet.claim_refs() == ref
+    # bob, who holds it, ends it as usual
+    b.tasks("done", "4", owner="bob")
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values()] == [("done", "bob")]
+
+
+def test_an_old_holder_cannot_end_a_claim_given_back_after_a_takeover(fleet):
+    a, b, before = taken_over(fleet)
+    b.tasks("release", "4", owner="bob")
+    refused = a.tasks("done", "4", owner="amy", expect=4)
+    assert "given back" in refused.stderr and "amy" in refused.stderr
+    assert (a.board / "task_4.json").read_bytes() == before
+    assert [d["state"] for d in fleet.claim_refs().values()] == ["released"]
+    # a person may override, and the ref follows the override
+    a.tasks("done", "4", "--force")
+    assert [d["state"] for d in fleet.claim_refs().values()] == ["done"]
+
+
+def test_each_change_moves_the_ref_from_what_this_clone_believes(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+
+    def ref() -> tuple:
+        (doc,) = fleet.claim_refs().values()
+        return doc["state"], doc["owner"]
+
+    a.tasks("claim", "4", "--lease", "1h", owner="amy")
+    assert ref() == ("claimed", "amy")
+    at = next(iter(fleet.claim_refs().values()))["at"]
+    a.tasks("renew", "4", "--lease", "2h", owner="amy")
+    renewed = next(iter(fleet.claim_refs().values()))
+    assert renewed["lease"] == 7200 and renewed["at"] >= at and renewed["owner"] == "amy"
+    a.tasks("release", "4", owner="amy")
+    assert ref() == ("released", "")
+    a.tasks("claim", "4", owner="amy")
+    a.tasks("done", "4", owner="amy")
+    assert ref() == ("done", "amy")
+    a.tasks("reopen", "4")
+    assert ref() == ("released", "")
+    # an edit to in_progress is a claim on the remote too: refused while another holds it
+    b.tasks("claim", "4", owner="bob")
+    refused = a.tasks("update", "4", "--status", "in_progress", "--owner", "amy", expect=4)
+    assert "bob" in refused.stderr
+    assert a.records()[4]["status"] == "pending" and ref() == ("claimed", "bob")
+    # deleting a task another machine holds is refused too; a person's --force overrides it
+    a.tasks("delete", "4", expect=4)
+    assert a.records()[4]["status"] == "pending"
+    a.tasks("delete", "4", "--force")
+    assert ref() == ("released", "")
