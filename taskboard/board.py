@@ -658,7 +658,13 @@ class Board:
         wait for it (at most `seconds`), holding no lock (taskboard.claims)."""
         from . import claims
 
-        return claims.claim_wait(self, task_id, owner, lease, seconds)
+        poll = None
+        if not self.offline:  # claims through a remote: what other machines did is fetched now and then
+            from . import remote
+
+            if remote.config_of(self.store) is not None:
+                poll = (remote.POLL, lambda: remote.refresh(self.store))
+        return claims.claim_wait(self, task_id, owner, lease, seconds, poll)
 
     def renew(self, task_id: int, lease: float | None = None) -> Outcome:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""

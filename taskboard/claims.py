@@ -555,19 +555,30 @@ def not_offered(store: Store, records: list[Record]) -> set[int]:
 
 
 def claim_wait(
-    board: Board, task_id: int | None, owner: str, lease: float | None = None, seconds: float | None = None
+    board: Board,
+    task_id: int | None,
+    owner: str,
+    lease: float | None = None,
+    seconds: float | None = None,
+    poll: tuple[float, Any] | None = None,
 ) -> Outcome:
     """Claim as `claim` does; when nothing is claimable yet but something open could still
     come to `owner`, wait (holding no lock) until it can be claimed, the `seconds` run
     out, or nothing is left that could come. Wakes on changes to the board's files and
-    runtime state, and when a lease runs out."""
+    runtime state, and when a lease runs out; with `poll` (seconds, what to do), also
+    every so often: claims through a remote fetch the claim refs (a task given back or
+    completed on another machine changes no file here)."""
     from .watch import watcher_for
 
     _check_claimer(owner)
     deadline = None if seconds is None else time.monotonic() + seconds
     watcher = None
+    polled = time.monotonic()
     try:
         while True:
+            if poll is not None and time.monotonic() - polled >= poll[0]:
+                poll[1]()
+                polled = time.monotonic()
             if watcher is not None:
                 watcher.arm()
             claimed, refused = _attempt(board, task_id, owner, lease)
@@ -593,6 +604,9 @@ def claim_wait(
             if expiry is not None:
                 until_expiry = max(0.0, expiry - time.time()) + WAKE_AFTER_EXPIRY
                 timeout = until_expiry if timeout is None else min(timeout, until_expiry)
+            if poll is not None:
+                until_poll = max(0.0, polled + poll[0] - time.monotonic())
+                timeout = until_poll if timeout is None else min(timeout, until_poll)
             watcher.wait(timeout)
     finally:
         if watcher is not None:

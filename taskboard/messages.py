@@ -47,6 +47,10 @@ _CLI_ERRORS: dict[str, Callable[[TaskError], str]] = {
     "stuck": lambda e: f"{e.data['summary']}; put it back with: tasks update {e.data['task']} --status pending --retry",
     "renew-needs-name": lambda e: "renew needs the holder's name: pass --as NAME or set TASKS_OWNER",
     "busy": lambda e: f"{e.message} (--timeout)",
+    "held-remote": lambda e: e.message.replace("a check with repairs", "tasks check --fix"),
+    "remote-unreachable": lambda e: (
+        f"{e.message}; claim with --offline to claim on this clone only" if e.data.get("claiming") else e.message
+    ),
     "caller": lambda e: f"{e.message} (--as, else TASKS_OWNER)",
     "conflict-markers": lambda e: corrupt_text(getattr(e, "file", ""), e.reason, e.message),
     "delete-past-damage": lambda e: (
@@ -96,6 +100,8 @@ def note_text(note: Note) -> str:
     """A note as the command line says it."""
     if note.code == "skipped-damaged":
         return "skipped " + corrupt_text(note.data["file"], note.data["reason"], note.data["problem"])
+    if note.code == "claim-ref-behind":  # the core says "a sync or a check with repairs"
+        return note.message.replace("a sync or a check with repairs", "tasks sync or tasks check --fix")
     return note.message
 
 

@@ -56,6 +56,7 @@ KIND = "tasks-claim"
 STATES = ("claimed", "released", "done")
 ATTEMPTS = 4  # compare-and-swap attempts before giving up on a ref that keeps moving
 NETWORK_TIMEOUT = 60.0  # seconds a git command talking to the remote may take
+POLL = 2.0  # seconds between fetches of the claim refs while `claim --wait` waits
 
 
 def tracking(name: str) -> str:
@@ -262,6 +263,16 @@ def fetch_all(git: Git, config: Config) -> subprocess.CompletedProcess:
     return done
 
 
+def refresh(store: Store) -> None:
+    """What a waiter does every POLL seconds: fetch every claim ref (one round trip; the
+    mirror `ready` and `claim` read follows). An unreachable remote is left to the next
+    claim attempt to report."""
+    config = config_of(store)
+    if config is not None:
+        with contextlib.suppress(TaskError):
+            fetch_all(Git(store), config)
+
+
 def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) -> str | None:
     """Replace the remote's claim ref with a new document if it is still `expected` (None:
     it must not exist). The new object id on success, None when refused; Busy when the
@@ -383,18 +394,41 @@ def _live(doc: dict, now: float) -> bool:
 
 def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
     """Win the task's claim ref on the remote, then claim it here (taskboard.claims).
-    Without an id: the first task in ready order whose ref this owner can win."""
+    Without an id: the first task in ready order whose ref this owner can win. A remote
+    that cannot be reached refuses it (busy, with `claiming` set: a claim may be made on
+    this clone alone instead, which the edges word as their own flag)."""
     from . import claims
 
     config = config_of(board.store)
     if config is None:
         return claims.claim(board, task_id, owner, lease)
+    try:
+        return _claim(board, config, task_id, owner, lease)
+    except Busy as exc:
+        if exc.reason == "remote-unreachable":
+            exc.data["claiming"] = True
+        raise
+
+
+def _claim(board: Board, config: Config, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+    from . import claims
+
     claims._check_claimer(owner)
     git = Git(board.store)
     passed: set[int] = set()
     skipped: list[Note] = []
     while True:
-        record, lapsed = _candidate(board, task_id, owner, passed, config)
+        try:
+            record, lapsed = _candidate(board, task_id, owner, passed, config)
+        except NotFound as exc:
+            if not skipped:
+                raise
+            passed_over = ", ".join(f"#{note.data['task']}" for note in skipped)
+            raise NotFound(
+                f"{exc.message} ({passed_over} passed over: a claim ref on {config.name} that is not a claim)",
+                exc.reason,
+                **exc.data,
+            ) from None
         uid = record.get("uid")
         if not claims.is_uid(uid):
             raise Refused(f"#{record['id']} has no uid to name its claim ref by; a check with repairs gives it one")
@@ -432,6 +466,15 @@ def held_error(task_id: int, doc: dict, config: Config) -> Refused:
             "done-remote",
             task=task_id,
             holder=doc["owner"],
+        )
+    if doc.get("clone") == config.clone:  # won here by a claimer stopped before it wrote the task
+        return Refused(
+            f"#{task_id} is held by {doc['owner']}, who won its claim on {config.name} from this clone but whose "
+            "task file was not written (a check with repairs writes it)",
+            "held-remote",
+            task=task_id,
+            holder=doc["owner"],
+            remote=config.name,
         )
     return Refused(
         f"#{task_id} is held by {doc['owner']}, who won its claim on {config.name} from another clone",
@@ -794,6 +837,8 @@ def _document_for(board: Board, record: Record, config: Config, renewal: tuple[f
     renewed (a claim the file already bears is no newer than the file)."""
     state = wanted(record)
     owner = record["owner"] if state != "released" else ""
+    lease: float | None
+    at: float | None
     if renewal is not None:
         lease, at = renewal
     elif state == "claimed":

@@ -142,7 +142,7 @@ def _exchange(board: Board, git: Git, repo: gitwire.Repo, path: str, name: str, 
         elif b"couldn't find remote ref" not in fetched.stderr:
             raise Busy(f"the remote {name} cannot be reached: {err(fetched)}", "remote-unreachable", remote=name)
         if remote_head and git.run("merge-base", "--is-ancestor", remote_head, "HEAD").returncode != 0:
-            _merge(git, repo, name, tracking)
+            _merge(git, repo, name, tracking, path)
             result.merged = True
             settled = gitwire.settle(store)
             result.notes += [line for line in gitwire.describe(settled, path) if "commit them" not in line]
@@ -197,8 +197,11 @@ def _commit_board(git: Git, path: str, message: str = MESSAGE) -> str | None:
     return _rev(git, "HEAD")
 
 
-def _merge(git: Git, repo: gitwire.Repo, name: str, tracking: str) -> None:
-    done = git.run("merge", "-q", "--no-edit", "-m", f"tasks: merge {name}'s board", tracking)
+def _merge(git: Git, repo: gitwire.Repo, name: str, tracking: str, path: str) -> None:
+    unrelated = []
+    if git.run("merge-base", "HEAD", tracking).returncode != 0 and _board_only(git, path):
+        unrelated = ["--allow-unrelated-histories"]  # clones of an empty remote, each with a board of its own
+    done = git.run("merge", "-q", "--no-edit", *unrelated, "-m", f"tasks: merge {name}'s board", tracking)
     if done.returncode == 0:
         return
     conflicts = git.run("diff", "--name-only", "--diff-filter=U").stdout.decode().split()
@@ -209,6 +212,14 @@ def _merge(git: Git, repo: gitwire.Repo, name: str, tracking: str) -> None:
         f"git cannot merge {tracking} without a person ({what}); nothing was merged: merge it yourself, then sync",
         "merge-failed",
     )
+
+
+def _board_only(git: Git, path: str) -> bool:
+    """Whether every commit of this branch touches the board alone (commits sync made in a
+    clone of an empty remote): its history may join the remote's. Any other history
+    unrelated to the remote's is a person's to join."""
+    outside = git.run("rev-list", "-n", "1", "HEAD", "--", ".", f":(exclude){path}")
+    return outside.returncode == 0 and not outside.stdout.strip()
 
 
 def _push_flag(done: Any, ref: str) -> str | None:

@@ -616,7 +616,9 @@ _TOOL_WORDING: dict[str, Callable[[TaskError], str]] = {
     "delete-with-edges": lambda e: "status deleted removes every edge of the task; leave out the edge arguments",
     "ready-and-blocked": lambda e: "ready and blocked exclude each other; ask for one",
     "busy": lambda e: f"{e.message}; try again",
-    "remote-unreachable": lambda e: f"{e.message}; pass offline: true to claim on this clone only",
+    "remote-unreachable": lambda e: (
+        f"{e.message}; pass offline: true to claim on this clone only" if e.data.get("claiming") else e.message
+    ),
 }
 
 
