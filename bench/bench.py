@@ -591,8 +591,18 @@ def remote_claim_figures(bench: Bench, root: Path) -> dict:
     counter.write_text("")
     lost = spawn([TASKS, "--as", "loser", "claim", "2", "--json"], environment(loser / ".tasks"))[1]
     loser_trips = len(counter.read_text().split())
+    counter.write_text("")
+    spawn([TASKS, "--as", "bench", "done", "2", "--json"], environment(boards["remote"]))
+    done_trips = len(counter.read_text().split())  # the ref moves from the holder's claim: one push
     print(f"  claim through the remote: {claim_trips} round trip(s) to win, {loser_trips} to lose (exit {lost})")
-    return {"claim_plain": rows[0], "claim_remote": rows[1], "claim_trips": claim_trips, "loser_trips": loser_trips}
+    print(f"  completion through the remote: {done_trips} round trip(s) (the claim ref moved first, by CAS)")
+    return {
+        "claim_plain": rows[0],
+        "claim_remote": rows[1],
+        "claim_trips": claim_trips,
+        "loser_trips": loser_trips,
+        "done_trips": done_trips,
+    }
 
 
 def cpu_seconds(pid: int) -> float:

@@ -445,18 +445,36 @@ def _claim(board: Board, config: Config, task_id: int | None, owner: str, lease:
                 raise held_error(record["id"], won, config)
             passed.add(record["id"])
             continue
-        new, previous = won
-        try:
-            if lapsed is not None:
-                outcome = _take_over(board, record, owner, lease, lapsed, config)
-            else:
-                outcome = claims.claim(board, record["id"], owner, lease)
-        except TaskError:
-            if new != previous:  # the claim failed here: give the ref back as it was
-                _give_back(git, config, record, new, previous)
-            raise
+        outcome = _write_claim(board, git, config, record, owner, lease, lapsed, won)
         outcome.notes += skipped
         return outcome
+
+
+def _write_claim(
+    board: Board,
+    git: Git,
+    config: Config,
+    record: Record,
+    owner: str,
+    lease: float | None,
+    lapsed: dict | None,
+    won: tuple[str, str | None],
+) -> Outcome:
+    """The task file follows the claim ref just won; the ref goes back when it cannot."""
+    from . import claims
+
+    new, previous = won
+    offline, board.offline = board.offline, True  # the ref says so already: no guard moves it again
+    try:
+        if lapsed is not None:
+            return _take_over(board, record, owner, lease, lapsed, config)
+        return claims.claim(board, record["id"], owner, lease)
+    except TaskError:
+        if new != previous:  # the claim failed here: give the ref back as it was
+            _give_back(git, config, record, new, previous)
+        raise
+    finally:
+        board.offline = offline
 
 
 def held_error(task_id: int, doc: dict, config: Config) -> Refused:
@@ -780,7 +798,7 @@ def _not_yours(record: Record, doc: dict, holder: str, config: Config) -> Refuse
     if doc["state"] == "done":
         return Refused(
             f"#{task} was completed by {doc['owner'] or 'someone'} in another clone (through {where}); "
-            "nothing was changed",
+            "nothing was changed (a sync brings the completion here)",
             "done-remote",
             task=task,
             holder=doc["owner"],

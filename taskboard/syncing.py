@@ -142,7 +142,7 @@ def _exchange(board: Board, git: Git, repo: gitwire.Repo, path: str, name: str, 
         elif b"couldn't find remote ref" not in fetched.stderr:
             raise Busy(f"the remote {name} cannot be reached: {err(fetched)}", "remote-unreachable", remote=name)
         if remote_head and git.run("merge-base", "--is-ancestor", remote_head, "HEAD").returncode != 0:
-            _merge(git, repo, name, tracking, path)
+            result.notes += _merge(git, repo, name, tracking, path)
             result.merged = True
             settled = gitwire.settle(store)
             result.notes += [line for line in gitwire.describe(settled, path) if "commit them" not in line]
@@ -197,13 +197,16 @@ def _commit_board(git: Git, path: str, message: str = MESSAGE) -> str | None:
     return _rev(git, "HEAD")
 
 
-def _merge(git: Git, repo: gitwire.Repo, name: str, tracking: str, path: str) -> None:
+def _merge(git: Git, repo: gitwire.Repo, name: str, tracking: str, path: str) -> list[str]:
+    """Merge the remote's branch; what the board's hook said of it (tasks renumbered, tasks
+    set free), but its hint to commit, which sync does itself."""
     unrelated = []
     if git.run("merge-base", "HEAD", tracking).returncode != 0 and _board_only(git, path):
         unrelated = ["--allow-unrelated-histories"]  # clones of an empty remote, each with a board of its own
     done = git.run("merge", "-q", "--no-edit", *unrelated, "-m", f"tasks: merge {name}'s board", tracking)
     if done.returncode == 0:
-        return
+        said = done.stderr.decode("utf-8", "replace").splitlines()
+        return [line[len("tasks: ") :] for line in said if line.startswith("tasks: ") and "commit them" not in line]
     conflicts = git.run("diff", "--name-only", "--diff-filter=U").stdout.decode().split()
     if (repo.git_dir / "MERGE_HEAD").exists():
         git.run("merge", "--abort")
