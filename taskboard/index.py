@@ -211,9 +211,10 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
         if ctimes is not None:
             shot.ids, shot.names, shot.inodes, shot.ctimes = old["ids"], names, old["inodes"], ctimes
             shot.kinds = bytearray(old["kinds"])
-            _adopt_open(shot, old, shot.kinds)
             if ctimes == old["ctimes"] and UNSURE not in shot.kinds:
+                _adopt_open(shot, old, shot.kinds, every=True)
                 return False  # nothing changed since the cache was written
+            _adopt_open(shot, old, shot.kinds)
             stale = [
                 i
                 for i, (now, then, kind) in enumerate(zip(ctimes, old["ctimes"], shot.kinds, strict=True))
@@ -288,8 +289,15 @@ def _keys(names: list[str], folder: int) -> list[tuple[int, int] | None]:
         return found
 
 
-def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray) -> None:
-    """The old index's open records, for the files whose entries still hold."""
+def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray, every: bool = False) -> None:
+    """The old index's open records, for the files whose entries still hold (`every`:
+    all of them hold, and the open ones are as many as the index keeps)."""
+    kept = old["open"]
+    if every and len(kept) == kinds.count(KINDS["pending"]) + kinds.count(KINDS["in_progress"]):
+        for task_id, (record, text) in kept.items():
+            shot.open[task_id] = record
+            shot.open_text[task_id] = text
+        return
     ids = shot.ids
     for task_id, (record, text) in old["open"].items():
         at = bisect_left(ids, task_id)
