@@ -274,6 +274,19 @@ class Bench:
         return row
 
 
+def ctime_grain(folder: Path) -> str:
+    """Whether a folder changed right after a stat gets a new ctime, tried here as
+    taskboard's writers try it: what lets `create` skip listing the board folder."""
+    probe = folder / ".ctime-probe"
+    for _ in range(3):
+        probe.touch()
+        seen = os.stat(folder).st_ctime_ns
+        probe.unlink()
+        if os.stat(folder).st_ctime_ns == seen:
+            return "coarse ctimes (no multigrain timestamps): every create lists the board folder"
+    return "a folder changed after a stat gets a new ctime (multigrain timestamps): create lists no folder"
+
+
 def fixed(*args: str):
     return lambda attempt: list(args)
 
@@ -890,6 +903,7 @@ def main() -> int:
             f"python {platform.python_version()} · {platform.machine()} · {os.cpu_count()} cores · {platform.platform()}"
         )
         print(f"tasks: {TASKS}")
+        print(f"file system: {ctime_grain(root)}")
         if options.merge_only:
             return 0 if all("NOT" not in checked for _, _, checked in bench_merge(root)) else 1
         if options.remote_only:
