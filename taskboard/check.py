@@ -90,6 +90,7 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     if change is not None:  # layout is cosmetic: reported only where --fix rewrites it
         _check_format(store, records, fixes, problems, fixed_copy)
     problems.extend(_journal_problems(store))
+    problems.extend(_place_problems(store))
     if change is not None and fixes:
         for copy in fixes.values():
             change.rewrite(copy)  # even unchanged content: a re-layout or added keys do not change encode()
@@ -277,6 +278,49 @@ def _journal_problems(store: Store) -> list[Problem]:
     for flaw in damage(store.root):
         where = f"{flaw.file} line {flaw.line}" if flaw.line else flaw.file
         found.append(Problem(flaw.file, None, "journal", f"{where}: {flaw.message}", reason=flaw.reason))
+    return found
+
+
+def _place_problems(store: Store) -> list[Problem]:
+    """The folders and files of the board's machinery that are of the wrong kind (a file
+    where the journal folder belongs, a FIFO as the runtime state's lock, a folder as
+    `.gitignore`): every change that needs one exits 6 naming it, and `check` says so
+    before that happens, instead of calling the board sound."""
+    import os
+    import stat
+
+    from .journal import JOURNAL_DIR
+    from .state import LOCK_NAME, locate
+
+    root = str(store.root)
+    folder, shared = locate(root)
+    chains = [
+        [(os.path.join(root, JOURNAL_DIR), stat.S_ISDIR, "a folder", "journal", "the journal cannot be written")],
+        *[
+            [(os.path.join(root, name), stat.S_ISREG, "a regular file", "git-files", "git does not read it")]
+            for name in (".gitignore", ".gitattributes")
+        ],
+        [
+            *([(os.path.dirname(folder), stat.S_ISDIR, "a folder", "state", "")] if shared else []),
+            (folder, stat.S_ISDIR, "a folder", "state", ""),
+            (os.path.join(folder, LOCK_NAME), stat.S_ISREG, "a regular file", "state", ""),
+        ],
+    ]
+    found = []
+    for chain in chains:
+        for path, kind, what, rule, why in chain:  # each place in a chain lies inside the one before
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                break  # not there yet: made when first needed
+            if not kind(mode):
+                link = " (a symbolic link)" if stat.S_ISLNK(mode) else ""
+                said = why or "claims and completions cannot be recorded"
+                name = os.path.relpath(path, root) if rule != "state" else path
+                found.append(
+                    Problem(name, None, rule, f"{name}: should be {what}{link}; {said} until it is moved away")
+                )
+                break
     return found
 
 

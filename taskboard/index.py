@@ -537,6 +537,8 @@ class Cache:
 
     def load_index(self) -> dict | None:
         found = self._load(INDEX_NAME)
+        if not _shaped(found, _INDEX_SHAPE):
+            return None
         try:
             ids, ctimes, inodes = array("q"), array("q"), array("Q")
             ids.frombytes(found["ids"])
@@ -544,10 +546,13 @@ class Cache:
             inodes.frombytes(found["inodes"])
             kinds = bytearray(found["kinds"])
             opened = found["open"]
-            if not len(ids) == len(ctimes) == len(inodes) == len(kinds) or type(opened) is not dict:
-                return None
             folder = found["folder"]
-            if folder is not None and (type(folder) is not tuple or len(folder) != 4):
+            if (
+                not len(ids) == len(ctimes) == len(inodes) == len(kinds)
+                or kinds.translate(None, _KIND_BYTES)
+                or (folder is not None and len(folder) != 4)
+                or not all(_open_entry(task_id, entry) for task_id, entry in opened.items())
+            ):
                 return None
             names = found["names"].split("\n") if found["names"] else []
             if len(names) != len(ids):
@@ -566,6 +571,8 @@ class Cache:
 
     def load_history(self) -> dict | None:
         found = self._load(HISTORY_NAME)
+        if not _shaped(found, _HISTORY_SHAPE):
+            return None
         try:
             ids, ctimes, inodes = array("q"), array("q"), array("Q")
             ids.frombytes(found["ids"])
@@ -592,7 +599,7 @@ class Cache:
             return None
         try:
             return marshal.loads(body)
-        except (EOFError, ValueError, TypeError):
+        except Exception:  # planted bytes with a right checksum (MemoryError included): no cache
             return None
 
     def save(self, name: str, payload: bytes) -> None:
@@ -646,6 +653,38 @@ class Cache:
             os.close(folder)
             raise
         return folder
+
+
+# What a cache file must hold, type by type: a file with the right checksum but another
+# shape (planted, or written by another version) is no cache, never a crash.
+_INDEX_SHAPE = {
+    "folder": (type(None), tuple),
+    "ids": (bytes,),
+    "names": (str,),
+    "ctimes": (bytes,),
+    "inodes": (bytes,),
+    "kinds": (bytes,),
+    "open": (dict,),
+}
+_HISTORY_SHAPE = {"ids": (bytes,), "ctimes": (bytes,), "inodes": (bytes,), "texts": (str,)}
+_KIND_BYTES = bytes([*KINDS.values(), UNSURE])
+
+
+def _shaped(found: object, shape: dict) -> bool:
+    return type(found) is dict and all(type(found.get(key)) in kinds for key, kinds in shape.items())
+
+
+def _open_entry(task_id: object, entry: object) -> bool:
+    """An open record as the index keeps it: (record, its compact JSON), both of our making."""
+    return (
+        type(task_id) is int
+        and type(entry) is tuple
+        and len(entry) == 2
+        and type(entry[0]) is dict
+        and type(entry[1]) is str
+        and entry[0].get("id") == task_id
+        and entry[0].get("status") in OPEN
+    )
 
 
 def _read_regular(path: str) -> bytes:

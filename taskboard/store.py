@@ -585,14 +585,16 @@ class Store:
             self._undo_appends(sizes)
             self._discard([temp for _, temp in staged] + ([intent] if intent else []))
             raise unusable(self.root, exc, "; nothing was changed") from None
+        moved: list[str] = []
         try:
-            for name, temp in staged:
-                os.replace(temp, f"{self.path}/{name}")  # replaces a symlink itself, never its target
-                self._crash_point()
-            for name in remove or ():
-                if id_from_file_name(name) is not None:  # a task file of this board, never anything else
-                    with suppress(FileNotFoundError):
-                        os.unlink(os.path.join(self.path, name))
+            self._move_into_place(staged, remove or [], moved)
+        except OSError as exc:
+            if not moved:  # refused before any file moved (a board folder without write access): undone
+                self._undo_appends(sizes)
+                self._discard([temp for _, temp in staged] + ([intent] if intent else []))
+                raise unusable(self.root, exc, "; nothing was changed") from None
+            raise unusable(self.root, exc, "; the next command completes the change") from None
+        try:
             shards = [os.path.join(self.path, name) for name in appends or ()]
             folders = [os.path.join(self.path, JOURNAL_FOLDER)] if appends else []  # a shard made just now
             _sync_together(shards, folders + ([self.path] if files or remove else []))
@@ -605,6 +607,19 @@ class Store:
         """The highest id the next writer can be told, with the files this change writes."""
         if self._last is not None:
             self._last = max([self._last] + [id_from_file_name(name) or 0 for name in files])
+
+    def _move_into_place(self, staged: list[tuple[str, str]], remove: list[str], moved: list[str]) -> None:
+        """The staged files renamed into place and the files that go removed; `moved`
+        names each as it is done, so a failure tells whether anything changed."""
+        for name, temp in staged:
+            os.replace(temp, f"{self.path}/{name}")  # replaces a symlink itself, never its target
+            moved.append(name)
+            self._crash_point()
+        for name in remove:
+            if id_from_file_name(name) is not None:  # a task file of this board, never anything else
+                with suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.path, name))
+                    moved.append(name)
 
     def _shard_sizes(self, appends: dict[str, bytes]) -> dict[str, int | None]:
         """How long each journal shard is before a change appends to it (None: not there)."""

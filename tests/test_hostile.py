@@ -792,3 +792,174 @@ def test_a_planted_intent_of_damaged_records_is_never_replayed(b):
     no_trace(result)
     assert result.returncode == 0 and b"discarded" in result.stderr
     assert snapshot(b) == before and scratch_left(b) == []
+
+
+# -- the review after the next ten: permissions, forged caches, machinery of the wrong kind -------
+
+
+def _as_nobody() -> list[str]:
+    """Run as an unprivileged user when the tests run as root (root ignores permissions,
+    so a permission test as root would prove nothing); as the caller otherwise."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: permissions cannot be tested honestly")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.fixture
+def open_folder():
+    """A folder an unprivileged user can reach (pytest's tmp_path is private to root)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="taskboard-perm-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in [folder, *folder.rglob("*")]:
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+    shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["update", "1", "-d", "x"], ["done", "1"], ["create", "c"], ["delete", "2"], ["claim", "1", "--owner", "z"]],
+)
+def test_a_board_folder_without_write_access_changes_nothing_then_or_later(open_folder, args):
+    """The board folder is read-only to its user but `.scratch/` and `journal/` are not: a
+    change stages its files and intent, then cannot move them into place. It must undo
+    that and say nothing changed, and no later command may apply it (before: exit 6 "the
+    next command completes the change", every read exit 6, and the failed change applied
+    once the permission came back)."""
+    user = _as_nobody()
+    board = open_folder / "B"
+    board.mkdir()
+    if user:
+        os.chown(board, 65534, 65534)
+
+    def run(*command: str):
+        return subprocess.run([*user, *TASKS, "--dir", str(board), *command], capture_output=True, timeout=60)
+
+    assert run("create", "a").returncode == 0 and run("create", "b", "--blocked-by", "1").returncode == 0
+    before = snapshot(board)
+    board.chmod(0o500)
+    result = run(*args)
+    no_trace(result)
+    assert result.returncode == 6, result.stderr
+    assert b"nothing was changed" in result.stderr and str(board).encode() in result.stderr, result.stderr
+    assert snapshot(board) == before and scratch_left(board) == []
+    listed = run("list")
+    assert listed.returncode == 0 and listed.stdout == b"[ ] #1: a\n[ ] #2: b\n", listed.stderr
+    board.chmod(0o700)
+    after = run("list")
+    assert after.returncode == 0 and b"interrupted" not in after.stderr, after.stderr
+    assert snapshot(board) == before
+    assert_sound(board)
+
+
+def _forge_cache(board: Path, name: str, payload: object | bytes) -> None:
+    """A cache file with the right header and checksum around any payload."""
+    import marshal
+    import zlib
+
+    from taskboard.index import FORMAT
+
+    body = payload if isinstance(payload, bytes) else marshal.dumps(payload)
+    path = board / ".cache" / name
+    path.unlink()
+    path.write_bytes(FORMAT + zlib.crc32(body).to_bytes(4, "big") + body)
+
+
+_EMPTY_INDEX = {"ids": b"", "ctimes": b"", "inodes": b"", "kinds": b"", "open": {}, "folder": None, "names": ""}
+
+
+@pytest.mark.parametrize(
+    "name, payload",
+    [
+        ("index", {**_EMPTY_INDEX, "names": 5}),
+        ("index", {**_EMPTY_INDEX, "kinds": 2**62}),
+        ("index", {**_EMPTY_INDEX, "open": {1: "x"}}),
+        ("index", b"[\xff\xff\xff\x7fN"),  # a list of two billion items, declared
+    ],
+    ids=["names", "kinds", "open", "huge-list"],
+)
+def test_a_forged_cache_with_a_right_checksum_is_no_cache(b, name, payload):
+    """`.cache/` is the board's own, ignored by git, but anything can write it: a file
+    with our header and a right checksum around another shape is rebuilt, never a crash
+    (before: exit 1, AttributeError, MemoryError, ValueError)."""
+    assert tasks(b, "list").returncode == 0 and tasks(b, "log").returncode == 0  # both cache files written
+    _forge_cache(b, name, payload)
+    index = (b / ".cache" / "index").read_bytes()
+    for args in (["list"], ["list", "--json"], ["ready"], ["board"], ["get", "1"], ["list", "--status", "completed"]):
+        result = tasks_in_1gb(b, *args)
+        no_trace(result)
+        assert result.returncode == 0, (args, result.stderr)
+    assert tasks(b, "list").stdout == b"[ ] #1: a\n[ ] #2: b\n"
+    assert (b / ".cache" / "index").read_bytes() != index, "the forged index was kept"
+
+
+def _git_board(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    board = repo / ".tasks"
+    for subject in ("a", "b"):
+        assert tasks(board, "create", subject).returncode == 0
+    assert tasks(board, "claim", "1", "--owner", "me").returncode == 0
+    return board
+
+
+def _plant(path: Path, kind: str) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
+    if kind == "file":
+        path.write_text("x")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:  # a link to a folder outside the board
+        outside = path.parent / f"outside-{path.name}"
+        outside.mkdir()
+        path.symlink_to(outside)
+
+
+@pytest.mark.parametrize(
+    "where, kind, rule",
+    [
+        ("journal", "file", "journal"),
+        ("journal", "fifo", "journal"),
+        (".gitignore", "folder", "git-files"),
+        (".gitattributes", "folder", "git-files"),
+        ("state-root", "file", "state"),
+        ("state", "link", "state"),
+        ("state-lock", "fifo", "state"),
+        ("state-lock", "folder", "state"),
+    ],
+)
+def test_check_names_machinery_of_the_wrong_kind(tmp_path, where, kind, rule):
+    """A file where the journal folder belongs, a folder as `.gitignore`, a runtime state
+    folder or lock in git's common folder of the wrong kind: the change that needs it
+    exits 6 naming it, and `check` says so too (before: "board is sound", exit 0)."""
+    board = _git_board(tmp_path)
+    common = board.parent / ".git" / "tasks"
+    path = {
+        "journal": board / "journal",
+        ".gitignore": board / ".gitignore",
+        ".gitattributes": board / ".gitattributes",
+        "state-root": common,
+        "state": common / ".tasks",
+        "state-lock": common / ".tasks" / ".lock",
+    }[where]
+    _plant(path, kind)
+    before = snapshot(board) if kind != "fifo" else None  # the helper would wait on a FIFO
+    for args in (["check"], ["check", "--json"]):
+        result = tasks(board, *args)
+        no_trace(result)
+        assert result.returncode == 6, (args, result.stdout, result.stderr)
+    found = json.loads(tasks(board, "check", "--json").stdout)
+    problems = found["problems"] if isinstance(found, dict) else found
+    assert any(p["rule"] == rule and path.name in p["message"] for p in problems), problems
+    assert before is None or snapshot(board) == before
