@@ -215,18 +215,20 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
                 _adopt_open(shot, old, shot.kinds, every=True)
                 return False  # nothing changed since the cache was written
             _adopt_open(shot, old, shot.kinds)
-            stale = [
-                i
-                for i, (now, then, kind) in enumerate(zip(ctimes, old["ctimes"], shot.kinds, strict=True))
-                if now != then or kind == UNSURE
-            ]
+            stale = sorted(set(_changed(ctimes, old["ctimes"])).union(_unsure(shot.kinds)))
             _reread(store, folder, shot, stale, trusted)
             return _differs(shot, old, stale)
     # The folder changed (a file added, removed or renamed), or there is no usable index:
     # list it, then one lstat per task file as above, keeping its inode too, and match the
     # old entries by id.
     ids = array("q", sorted(ids_from_file_names(os.listdir(folder))))
-    names = old["names"] if ids == old["ids"] else [f"task_{task_id}.json" for task_id in ids]
+    known = len(old["ids"])
+    if ids == old["ids"]:
+        names = old["names"]
+    elif len(ids) > known and ids[:known] == old["ids"]:  # files added above the highest id (creates)
+        names = old["names"] + [f"task_{task_id}.json" for task_id in ids[known:]]
+    else:
+        names = [f"task_{task_id}.json" for task_id in ids]
     keys = _keys(names, folder)
     if None in keys:  # removed since the listing
         kept = [i for i, key in enumerate(keys) if key is not None]
@@ -234,33 +236,70 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
     shot.ids, shot.names = ids, names
     shot.ctimes = array("q", [key[0] for key in keys])  # type: ignore[index]
     shot.inodes = array("Q", [key[1] for key in keys])  # type: ignore[index]
-    then_ctimes, then_inodes, then_kinds = old["ctimes"], old["inodes"], old["kinds"]
-    if shot.ids == old["ids"]:  # the same files (one renamed over another): compare position by position
-        if shot.ctimes == then_ctimes and shot.inodes == then_inodes:
-            shot.kinds = bytearray(then_kinds)
-        else:
-            shot.kinds = bytearray(
-                [
-                    kind if now == then and inode == then_inode else UNSURE
-                    for now, then, inode, then_inode, kind in zip(
-                        shot.ctimes, then_ctimes, shot.inodes, then_inodes, then_kinds, strict=True
-                    )
-                ]
-            )
-    else:
-        at = {task_id: i for i, task_id in enumerate(old["ids"])}
-        same = []
-        for task_id, now, inode in zip(ids, shot.ctimes, shot.inodes, strict=True):
-            i = at.get(task_id)
-            same.append(
-                then_kinds[i] if i is not None and then_ctimes[i] == now and then_inodes[i] == inode else UNSURE
-            )
-        shot.kinds = bytearray(same)
+    shot.kinds = _matched_kinds(shot, old)
     _adopt_open(shot, old, shot.kinds)
-    _reread(store, folder, shot, [i for i, kind in enumerate(shot.kinds) if kind == UNSURE], trusted)
+    _reread(store, folder, shot, _unsure(shot.kinds), trusted)
     if shot.folder_key is not None and shot.folder_key[2] >= trusted:
         shot.folder_key = None  # changed too recently to vouch for the names next time
     return _differs(shot, old)
+
+
+def _matched_kinds(shot: Snapshot, old: dict) -> bytearray:
+    """Each listed file's old kind where its entry (ctime and inode) still holds, UNSURE
+    elsewhere: position by position when the ids are the old ones (one file renamed over
+    another), or the old ones and new files above them (as creates leave them), else
+    matched by id."""
+    known = len(old["ids"])
+    then_ctimes, then_inodes, then_kinds = old["ctimes"], old["inodes"], old["kinds"]
+    if shot.ids == old["ids"]:
+        kinds = bytearray(then_kinds)
+        if shot.ctimes != then_ctimes or shot.inodes != then_inodes:
+            for changed in _changed(shot.ctimes, then_ctimes, shot.inodes, then_inodes):
+                kinds[changed] = UNSURE
+        return kinds
+    if len(shot.ids) > known and shot.ids[:known] == old["ids"]:
+        kinds = bytearray(then_kinds) + bytearray([UNSURE]) * (len(shot.ids) - known)
+        for changed in _changed(shot.ctimes[:known], then_ctimes, shot.inodes[:known], then_inodes):
+            kinds[changed] = UNSURE
+        return kinds
+    at = {task_id: i for i, task_id in enumerate(old["ids"])}
+    same = []
+    for task_id, now, inode in zip(shot.ids, shot.ctimes, shot.inodes, strict=True):
+        i = at.get(task_id)
+        same.append(then_kinds[i] if i is not None and then_ctimes[i] == now and then_inodes[i] == inode else UNSURE)
+    return bytearray(same)
+
+
+_BLOCK = 512  # entries compared at once, as array slices (in C), before one by one
+
+
+def _changed(
+    now: array | bytearray, then: array | bytearray, now_too: array | None = None, then_too: array | None = None
+) -> list[int]:
+    """The positions where two arrays of one length differ (or a second pair does), found
+    a block at a time: one edit among 100 000 entries costs 200 slice comparisons, not
+    100 000 steps of Python."""
+    found = []
+    for start in range(0, len(now), _BLOCK):
+        end = start + _BLOCK
+        if now[start:end] != then[start:end] or (
+            now_too is not None and then_too is not None and now_too[start:end] != then_too[start:end]
+        ):
+            found += [
+                i
+                for i in range(start, min(end, len(now)))
+                if now[i] != then[i] or (now_too is not None and then_too is not None and now_too[i] != then_too[i])
+            ]
+    return found
+
+
+def _unsure(kinds: bytearray) -> list[int]:
+    """The positions of entries not kept (UNSURE), found by the bytearray's own search."""
+    found, at = [], kinds.find(UNSURE)
+    while at >= 0:
+        found.append(at)
+        at = kinds.find(UNSURE, at + 1)
+    return found
 
 
 _EMPTY: dict = {
@@ -317,7 +356,7 @@ def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None) 
     if positions is None:  # else only these can differ
         if shot.kinds == kinds and shot.ctimes == ctimes and shot.inodes == inodes:
             return False
-        positions = range(len(kinds))
+        positions = set(_changed(shot.ctimes, ctimes, shot.inodes, inodes)).union(_changed(shot.kinds, kinds))
     new_kinds, new_ctimes, new_inodes = shot.kinds, shot.ctimes, shot.inodes
     return any(
         new_kinds[i] != UNSURE

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import tasks_process
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from invariants import record, write_board
@@ -298,6 +298,28 @@ def test_no_record_where_a_change_after_a_stat_can_keep_the_ctime(board_dir, mon
     assert _created(board_dir) == 2
     assert not (board_dir / ".cache" / index.LAST_NAME).exists()
     assert _lists_the_board(board_dir)
+
+
+@given(
+    size=st.integers(0, 1500),
+    edits=st.lists(st.tuples(st.integers(0, 1499), st.booleans()), max_size=8),
+    unsure=st.sets(st.integers(0, 1499), max_size=8),
+)
+@settings(max_examples=80, deadline=None)
+def test_the_changed_entries_are_found_a_block_at_a_time_exactly_as_one_by_one(size, edits, unsure):
+    from array import array
+
+    now, now_too = array("q", range(size)), array("Q", range(size))
+    then, then_too = array("q", now), array("Q", now_too)
+    for position, first in edits:
+        if position < size:
+            (then if first else then_too)[position] += 1
+    assert index._changed(now, then) == [i for i in range(size) if now[i] != then[i]]
+    assert index._changed(now, then, now_too, then_too) == [
+        i for i in range(size) if now[i] != then[i] or now_too[i] != then_too[i]
+    ]
+    kinds = bytearray(index.UNSURE if i in unsure else index.KINDS["pending"] for i in range(size))
+    assert index._unsure(kinds) == sorted(i for i in unsure if i < size)
 
 
 def test_history_is_read_only_by_the_commands_that_show_it(board_dir):
