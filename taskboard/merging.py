@@ -486,6 +486,21 @@ def _pairs_of_versions(
         return main_of.get(task_id, f"?{task_id}")
 
     twins = {key for key, found in versions.items() if len(found) > 1 or any(f in at for f, _, _ in found)}
+    # A blocker's `blocks` is the record of its edges (a completed one keeps them as history);
+    # a dependent's `blockedBy` follows from it. So a `blockedBy` mention that no version of
+    # the blocker backs was removed on the blocker's side while the other side re-derived it
+    # (one side drops a completed task's edge, the other reopens the task): it goes, as the
+    # exact merge drops it. A blocker that is not on the board keeps the mention, to be named.
+    backed = {
+        (key, task_id)
+        for key, found in versions.items()
+        for _, _, version in found
+        for task_id in version.get("blocks", ())
+        if isinstance(task_id, int)
+    }
+    ids_of: dict[str, set[int]] = {}
+    for key, found in versions.items():
+        ids_of[key] = {file_id for file_id, _, _ in found}
     pairs: set[tuple[str, str]] = set()
     for key, found in versions.items():
         for _file_id, label, version in found:
@@ -493,6 +508,10 @@ def _pairs_of_versions(
                 for task_id in version.get(edge, ()):
                     if not isinstance(task_id, int):
                         continue
+                    if edge == "blockedBy":
+                        blocker = resolve(task_id, label if key in twins else None)
+                        if blocker in versions and not any((blocker, i) in backed for i in ids_of[key]):
+                            continue
                     if (
                         key not in twins
                         and task_id in at

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from boardsim import by_uid, encode, grow
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from invariants import graph_problems, record
 
@@ -239,6 +239,7 @@ def test_board_merge_is_idempotent(seed, base_ops, ours_ops, theirs_ops):
 
 
 @given(SEEDS, st.integers(0, 12), st.integers(0, 10), st.integers(0, 10))
+@example(seed=12, base_ops=8, ours_ops=7, theirs_ops=1)
 @board_settings
 def test_parked_tasks_settle_to_the_exact_merge(seed, base_ops, ours_ops, theirs_ops):
     """Git's file-by-file result, finished without the commits, equals the exact merge
