@@ -743,8 +743,12 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
 
 
 def _stale_marks(entry: Entry, record: Record | None, here: str) -> list[str]:
-    """Which of this board's marks on a task ("claim", "done") its record does not bear out."""
-    stale = []
+    """Which of this board's marks on a task ("claim", "done") its record does not bear out.
+    A task this checkout does not have (an older commit, a branch made before it) has none:
+    its marks are out of sight, not stale, and other worktrees rely on them."""
+    stale: list[str] = []
+    if record is None:
+        return stale
     claim, done = entry.claim, entry.done
     if claim and claim["board"] == here:
         held = record is not None and record["status"] == "in_progress" and record["owner"] == claim["owner"]

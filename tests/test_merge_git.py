@@ -394,3 +394,29 @@ def test_an_aborted_rebase_leaves_the_board_alone(tmp_path):
     assert {path.name: path.read_bytes() for path in clone.board.glob("task_*.json")} == before
     assert not (clone.top / ".git" / "tasks-merge.json").exists()
     assert clone.dirty() == []
+
+
+def test_check_fix_on_an_older_checkout_keeps_the_marks_other_worktrees_rely_on(tmp_path):
+    """A checkout of an older commit lacks the tasks made since; the claim and completion
+    this worktree recorded for them in git's common folder are not stale there, only out
+    of sight. `check --fix` must leave them, or another worktree offers a claimed task
+    again (before: --fix dropped them as "this board has no such task")."""
+    repo = new_clone(tmp_path / "repo")
+    repo.tasks("create", "old")
+    repo.commit("one task")
+    repo.tasks("create", "claimed later")
+    repo.tasks("create", "completed later")
+    repo.commit("two more")
+    repo.git("worktree", "add", "-q", "-b", "other", str(tmp_path / "other"))
+    other = Clone(tmp_path / "other")  # its files: #2 and #3 pending
+    repo.tasks("claim", "2", "--owner", "alice")
+    repo.tasks("update", "3", "--status", "completed")
+    repo.commit("work")
+    repo.git("checkout", "-q", "HEAD~2")
+    repo.tasks("check", "--fix", expect=None)
+    repo.git("checkout", "-q", "main")
+    assert repo.tasks("check").exit_code == 0
+    offered = other.tasks("ready", "--json", expect=None)
+    assert [task["id"] for task in json.loads(offered.stdout)] == [1], offered.stdout
+    assert other.tasks("claim", "2", "--owner", "bob", expect=None).exit_code == 4
+    assert other.tasks("claim", "3", "--owner", "bob", expect=None).exit_code == 4
