@@ -52,8 +52,9 @@ def merge_record(base: Record | None, ours: Record, theirs: Record) -> Record:
     """One task changed on two sides (base None: both added it). A field changed on one
     side takes that side; changed on both to different values, the side with the later
     `updatedAt` wins, equal times the side whose record reads greater as JSON (a rule that
-    ignores which side is ours). Edge lists merge as sets, `metadata` key by key, unknown
-    keys like any field; a deletion wins and leaves no edges; `updatedAt` is the later one."""
+    ignores which side is ours). Status and owner are one field (the claim). Edge lists
+    merge as sets, `metadata` key by key, unknown keys like any field; a deletion wins and
+    leaves no edges; `updatedAt` is the later one."""
     if ours is theirs or _text(ours) == _text(theirs):
         return ours
     if base is not None and _text(base) == _text(ours):
@@ -64,10 +65,16 @@ def merge_record(base: Record | None, ours: Record, theirs: Record) -> Record:
     first, second = (theirs, ours) if theirs_wins else (ours, theirs)
     old = base if base is not None else {}
     merged: dict[str, Any] = {}
+    # status and owner are one claim: a release on one side and a takeover on the other
+    # must not make "pending, owned by the taker"; the pair comes whole from one side
+    claim_side = ours if _pick(_claim(old), _claim(ours), _claim(theirs), theirs_wins) == _claim(ours) else theirs
     for key in dict.fromkeys([*old, *first, *second]):
         b, o, t = old.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
-        if key in EDGE_KEYS:
-            value: Any = _merge_set(b, o, t)
+        value: Any
+        if key in CLAIM_KEYS:
+            value = claim_side.get(key, _ABSENT)
+        elif key in EDGE_KEYS:
+            value = _merge_set(b, o, t)
         elif key == "metadata" and all(isinstance(v, dict) or v is _ABSENT for v in (b, o, t)):
             value = _merge_mapping(b, o, t, theirs_wins)
         elif key == "updatedAt" and isinstance(o, str) and isinstance(t, str):
@@ -81,6 +88,14 @@ def merge_record(base: Record | None, ours: Record, theirs: Record) -> Record:
     if "deleted" in (ours.get("status"), theirs.get("status")):
         merged.update(status="deleted", blockedBy=[], blocks=[])
     return merged
+
+
+CLAIM_KEYS = ("status", "owner")
+
+
+def _claim(record: Record | dict) -> list[str]:
+    """A record's status and owner, as exact text (either may be absent)."""
+    return [_text(record.get(key, _ABSENT)) for key in CLAIM_KEYS]
 
 
 def _text(value: Any) -> str:

@@ -195,7 +195,7 @@ class Known:
             except ValueError as exc:
                 self.garbage = str(exc)
         elif sha is not None:
-            self.garbage = "its object cannot be read"
+            self.garbage = "it points to something other than a claim document (a blob of at most 64 KiB)"
 
 
 def _read_objects(git: Git, names: list[str]) -> dict[str, tuple[str, bytes | None]]:
@@ -503,19 +503,22 @@ def held_error(task_id: int, doc: dict, config: Config) -> Refused:
     )
 
 
-def _lapsed(record: Record, owner: str, config: Config) -> dict | None:
-    """The claim document of another holder of this in-progress task whose lease (kept in
-    its claim ref, from another machine) ran out: the task may be taken over."""
-    doc = read_mirror(config).get(record.get("uid", ""))
+def _lapsed(record: Record, owner: str, config: Config, mirror: dict | None = None) -> dict | None:
+    """The claim document that lets `owner` take over this task, which this clone's file
+    says another holds: that holder's claim whose lease (kept in its claim ref, from
+    another machine) ran out, or a release made on another clone after this file was
+    written (the holder gave it back there; this clone has not synced since)."""
+    doc = (read_mirror(config) if mirror is None else mirror).get(record.get("uid", ""))
+    if record["status"] != "in_progress" or record["owner"] in ("", owner) or not isinstance(doc, dict):
+        return None
     if (
-        record["status"] == "in_progress"
-        and record["owner"] not in ("", owner)
-        and isinstance(doc, dict)
-        and doc.get("state") == "claimed"
+        doc.get("state") == "claimed"
         and doc.get("owner") == record["owner"]
         and doc.get("lease") is not None
         and not _live(doc, time.time())
     ):
+        return doc
+    if doc.get("state") == "released" and _number(doc.get("at")) and doc["at"] >= _updated(record):
         return doc
     return None
 
@@ -529,15 +532,12 @@ def _take_over(board: Board, record: Record, owner: str, lease: float | None, la
     outcome = board.update(record["id"], Patch(status="in_progress", owner=owner), force=True)
     if lease:
         outcome = claims.claim(board, record["id"], owner, lease)
-    expired = iso(lapsed["at"] + lapsed["lease"])
-    outcome.notes.append(
-        Note(
-            "takeover",
-            f"took #{record['id']} over from {lapsed['owner']}, whose lease on {config.name} ran out at {expired}",
-            task=record["id"],
-            holder=lapsed["owner"],
-        )
-    )
+    if lapsed["state"] == "released":
+        said = f"took #{record['id']}, which {record['owner']} gave back in another clone (through {config.name})"
+    else:
+        expired = iso(lapsed["at"] + lapsed["lease"])
+        said = f"took #{record['id']} over from {lapsed['owner']}, whose lease on {config.name} ran out at {expired}"
+    outcome.notes.append(Note("takeover", said, task=record["id"], holder=record["owner"]))
     return outcome
 
 
@@ -566,31 +566,47 @@ def _candidate(
         mirror = read_mirror(config)
         best: Record | None = None
         fallback: Record | None = None
+        lapses: dict[int, dict] = {}
         for candidate in store.task_ids():
             if candidate in passed:
                 continue
             try:
                 record = change.get(candidate)
-                if not claims._offered(change, runtime, record, owner):
+                offered, lapsed = _offered(change, runtime, record, owner, config, mirror)
+                if not offered:
                     continue
             except (Corrupt, NotFound):
                 continue
-            doc = mirror.get(record.get("uid", ""))
-            if (
-                isinstance(doc, dict)
-                and doc.get("owner") != owner
-                and (doc.get("state") == "done" or _live(doc, runtime.now))
-            ):
-                continue  # seen claimed or completed elsewhere: the push would be refused
             if runtime.entry(record).failed_by(owner):
                 if fallback is None or graph.ready_order(record) < graph.ready_order(fallback):
                     fallback = record
             elif best is None or graph.ready_order(record) < graph.ready_order(best):
                 best = record
+            if lapsed is not None:
+                lapses[candidate] = lapsed
         chosen = best or fallback
         if chosen is None:
             raise NotFound(f"no ready task to claim for {owner}")
-        return chosen, None
+        return chosen, lapses.get(chosen["id"])
+
+
+def _offered(
+    change: Any, runtime: Any, record: Record, owner: str, config: Config, mirror: dict
+) -> tuple[bool, dict | None]:
+    """Whether `claim` without an id may try this task for owner, and the claim it takes
+    over: as a local claim would (taskboard.claims), or held here by someone whose claim
+    ended on another machine (lease run out, or given back there)."""
+    from . import claims
+
+    doc = mirror.get(record.get("uid", ""))
+    if isinstance(doc, dict) and doc.get("owner") != owner and (doc.get("state") == "done" or _live(doc, runtime.now)):
+        return False, None  # seen claimed or completed elsewhere: the push would be refused
+    lapsed = _lapsed(record, owner, config, mirror)
+    if lapsed is not None:
+        refusal = claims.refusal_of(change, runtime, record, owner)
+        if refusal is None or refusal.reason == "":  # "": held by its holder here, whose claim ended there
+            return True, lapsed
+    return claims._offered(change, runtime, record, owner), None
 
 
 def _win(git: Git, config: Config, record: Record, owner: str, lease: float | None) -> tuple[str, str | None] | dict:

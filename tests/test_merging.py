@@ -90,10 +90,13 @@ def test_merge_record_loses_no_change_made_on_one_side(case):
     merged = merge_record(base, ours, theirs)
     for changed, other in ((ours, theirs), (theirs, ours)):
         for key in FIELDS:
+            if key in ("status", "owner"):
+                continue  # one field, the claim: below
             if text(changed.get(key)) != text(base.get(key)) and text(other.get(key)) == text(base.get(key)):
-                if key == "status" and other["status"] == "deleted":
-                    continue
                 assert text(merged.get(key)) == text(changed.get(key)), key
+        claim = lambda record: text([record.get("status"), record.get("owner")])  # noqa: E731
+        if claim(changed) != claim(base) and claim(other) == claim(base) and other["status"] != "deleted":
+            assert claim(merged) == claim(changed)
         for key in "xyz":
             mine, old = changed["metadata"].get(key, "<absent>"), base["metadata"].get(key, "<absent>")
             if text(mine) != text(old) and text(other["metadata"].get(key, "<absent>")) == text(old):
@@ -211,12 +214,14 @@ def test_board_merge_is_symmetric_sound_and_loses_nothing(seed, base_ops, ours_o
     final, old = by_uid(result), by_uid(base)
     for side, other in ((by_uid(ours), by_uid(theirs)), (by_uid(theirs), by_uid(ours))):
         for uid, rec in side.items():
-            for key in ("subject", "description", "owner", "status"):
-                was = old[uid][key] if uid in old else None
-                if rec[key] != was and (uid not in other or other[uid][key] == was):
-                    if key == "status" and uid in other and other[uid]["status"] == "deleted":
+            for key in ("subject", "description", ("status", "owner")):  # status and owner: one claim
+                keys = key if isinstance(key, tuple) else (key,)
+                mine = [rec[k] for k in keys]
+                was = [old[uid][k] for k in keys] if uid in old else None
+                if mine != was and (uid not in other or [other[uid][k] for k in keys] == was):
+                    if "status" in keys and uid in other and other[uid]["status"] == "deleted":
                         continue
-                    assert final[uid][key] == rec[key], (uid, key)
+                    assert [final[uid][k] for k in keys] == mine, (uid, key)
     live = {r["uid"] for r in result.values() if r["status"] != "deleted"}
     base_edges, our_edges, their_edges = edges(base), edges(ours), edges(theirs)
     for side_edges, other_edges in ((our_edges, their_edges), (their_edges, our_edges)):
@@ -338,3 +343,22 @@ def test_a_task_moved_on_one_side_and_changed_on_the_other():
     settled = settle_pending(merged_files(base, ours, theirs))
     assert [p for p in graph_problems(settled.records) if not p.startswith("cycle")] == []
     assert sorted(r["uid"] for r in settled.records.values()) == sorted(r["uid"] for r in exact.values())
+
+
+def test_status_and_owner_merge_as_one_claim():
+    """A release on one side and a takeover on the other: the later claim whole, never
+    "pending, owned by the taker" (a reservation nobody made)."""
+    base = {"id": 4, "subject": "s", "status": "in_progress", "owner": "amy", "updatedAt": "2026-01-01T00:00:00Z"}
+    released = {**base, "status": "pending", "owner": "", "updatedAt": "2026-01-01T00:01:00Z"}
+    taken = {**base, "owner": "bob", "updatedAt": "2026-01-01T00:02:00Z"}
+    for ours, theirs in ((released, taken), (taken, released)):
+        merged = merge_record(base, ours, theirs)
+        assert (merged["status"], merged["owner"]) == ("in_progress", "bob")
+    earlier = {**taken, "updatedAt": "2026-01-01T00:00:30Z"}
+    merged = merge_record(base, released, earlier)
+    assert (merged["status"], merged["owner"]) == ("pending", "")
+    # a field of the claim changed on one side only still comes through with its partner
+    done = {**base, "status": "completed", "updatedAt": "2026-01-01T00:03:00Z"}
+    renamed = {**base, "subject": "t", "updatedAt": "2026-01-01T00:04:00Z"}
+    merged = merge_record(base, done, renamed)
+    assert (merged["status"], merged["owner"], merged["subject"]) == ("completed", "amy", "t")

@@ -377,6 +377,10 @@ def test_garbage_claim_refs_are_named_and_left_alone(fleet):
     assert ref.stdout.strip() == blob.stdout.strip()  # nothing lost
     took = a.json("claim", owner="amy")  # the rest of the board is still claimable
     assert took["id"] == 4
+    nothing = a.tasks("claim", owner="amy", expect=3)  # only #1 is left: passed over, and said so
+    assert "#1 passed over" in nothing.stderr and "not a claim" in nothing.stderr
+    report = a.tasks("check", expect=6)
+    assert "claims/notauid on origin is not a claim (it points to something other than" in report.stdout + report.stderr
 
 
 def test_sync_commits_only_the_board_and_leaves_the_users_work_alone(fleet):
@@ -629,3 +633,47 @@ def test_a_claimer_killed_after_its_push_is_settled_by_the_next_command_or_check
     assert [p["task"] for p in fixed["problems"] if p["fixed"]] == [1], fixed
     assert (a.records()[1]["status"], a.records()[1]["owner"]) == ("in_progress", "amy")
     assert a.json("check")["ok"] is True
+
+
+def waiter(machine: Machine, owner: str, *args: str) -> tuple[int, str, str]:
+    """`claim --wait` as a real process, waited on with a timeout (no sleeps)."""
+    process = subprocess.Popen(
+        [*TASKS, "claim", *args, "--json"],
+        cwd=machine.top,
+        env={**machine.env, "TASKS_OWNER": owner},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, out, err
+
+
+def test_a_task_this_board_says_is_held_but_was_given_back_elsewhere_can_be_taken(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    a.tasks("claim", "1", owner="amy")
+    a.tasks("claim", "4", owner="amy")
+    a.tasks("sync")
+    b.tasks("sync")  # b's files now say amy holds #1 and #4
+    assert (b.records()[4]["status"], b.records()[4]["owner"]) == ("in_progress", "amy")
+    a.tasks("release", "4", owner="amy")  # given back on a; a does not sync its board
+    code, out, err = waiter(b, "bob", "--wait", "30")
+    assert code == 0, err
+    assert (json.loads(out)["id"], json.loads(out)["owner"]) == (4, "bob")
+    assert "amy gave back in another clone" in err
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [("claimed", "bob")]
+    # #1, which amy still holds on a, is not taken
+    b.tasks("claim", "1", owner="cat", expect=4)
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 1] == [("claimed", "amy")]
+    # the boards come together: bob holds #4 everywhere
+    b.tasks("sync")
+    a.tasks("sync")
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "bob")
+    assert a.json("check")["ok"] is True and b.json("check")["ok"] is True
