@@ -281,7 +281,11 @@ def import_plan(inv: Invocation, data: bytes) -> int:
 
 # The rules of the agent loop, as `tasks prime` gives them: (command, what it does).
 LOOP = (
-    ("tasks claim --wait --json", "take the next task (waits while work may still come; exit 3: the plan is finished)"),
+    (
+        "tasks claim --wait --lease 15m --json",
+        "take the next task (waits while work may still come; exit 3: the plan is finished); "
+        "the lease lets another agent take it over after 15 min without a change or note from you",
+    ),
     ("tasks done ID --note TEXT", "you finished it"),
     ("tasks release ID --failed --note WHY", "you could not: give it back (3 failures make a task stuck)"),
     ("tasks note ID TEXT", "leave word for whoever comes next (tasks log ID shows what happened)"),

@@ -384,7 +384,9 @@ def test_prime_tells_an_agent_where_it_stands(run):
     assert lines[ready + 1 : ready + 3] == ["  [ ] #4: Urgent  [priority 0]", "  [ ] #2: Mine  [priority 2]"]
     stuck = next(i for i, line in enumerate(lines) if line.startswith("stuck"))
     assert "--retry" in lines[stuck] and lines[stuck + 1] == "  [ ] #6: Flaky — stuck: failed 3 times (last: hangs 2)"
-    assert "tasks claim --wait --json" in text and "tasks release ID --failed" in text and "tasks done ID" in text
+    # the loop as the README teaches it: a claim with a lease, so a killed agent's task is taken over
+    assert "tasks claim --wait --lease 15m --json" in text and "tasks release ID --failed" in text
+    assert "tasks done ID" in text
 
     brief = run.json("--as", "agent-7", "prime", "--limit", "1")
     assert [item["id"] for item in brief["held"]] == [1] and brief["held"][0]["lease"]["holder"] == "agent-7"
@@ -404,7 +406,7 @@ def test_prime_tells_an_agent_where_it_stands(run):
         }
     ]
     assert brief["counts"]["tasks"] == 6 and brief["caller"] == "agent-7"
-    assert brief["loop"][0]["command"] == "tasks claim --wait --json"
+    assert brief["loop"][0]["command"] == "tasks claim --wait --lease 15m --json"
 
 
 def test_prime_for_someone_without_a_name_and_on_an_empty_board(run, board_dir):
