@@ -24,7 +24,7 @@ import json
 import os
 
 from .errors import GateFailed, Refused, UsageError
-from .model import OPEN
+from .model import OPEN, check_gate
 from .outcome import Data, Event, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -130,7 +130,7 @@ def _rehearse(board: Board) -> Callable[[Change, int, Outcome, bool], None]:
             _gate_data(outcome, task_id, {"command": command, "overridden": True})
             outcome.events.append(Event(task_id, "forced", overrode="gate", command=command, by=board.caller))
             return
-        problem = unsound(change, completing[0])
+        problem = unsound(change, completing[0]) or _refused_by_input(command)
         if problem:
             raise Refused(
                 f"#{task_id}'s gate is not run: {problem}; repair the task (see check) first",
@@ -161,6 +161,16 @@ def _gate_data(outcome: Outcome, task_id: int, data: dict[str, Any]) -> None:
     for event in outcome.events:
         if event.task == task_id and event.what == "completed":
             event.data["gate"] = data
+
+
+def _refused_by_input(command: str) -> str | None:
+    """Why input would refuse this gate (written by hand: two lines, a control character),
+    as `check` reports it (rule metadata), or None."""
+    try:
+        check_gate(command)
+    except UsageError as exc:
+        return f"its gate command is not one that input allows ({exc.message})"
+    return None
 
 
 def unsound(change: Change, record: Record) -> str | None:

@@ -163,6 +163,22 @@ def test_no_gate_runs_from_an_unsound_task_file(run, board_dir, tmp_path):
     assert run.record(1)["status"] == "pending"
 
 
+def test_no_gate_runs_that_check_reports_as_input_would_refuse_it(run, board_dir, tmp_path):
+    """A gate written by hand over two lines is what `check` reports (rule metadata); the
+    gate is then not run either, and nothing is completed."""
+    marker = tmp_path / "ran"
+    run("create", "x", "--gate", "true")
+    record = json.loads((board_dir / "task_1.json").read_text())
+    record["metadata"]["gate"] = f"true\ntouch {marker}"
+    (board_dir / "task_1.json").write_text(json.dumps(record, indent=2) + "\n")
+    assert any(p["rule"] == "metadata" for p in json.loads(run("check", "--json", expect=6).stdout)["problems"])
+    result = run("done", "1", "--json", expect=4)
+    message = json.loads(result.stderr.splitlines()[-1])["error"]["message"]
+    assert "gate is not run" in message and "control character" in message
+    assert not marker.exists()
+    assert run.record(1)["status"] == "pending"
+
+
 def test_refusals_come_before_the_gate_runs(run, board_dir, tmp_path):
     marker = tmp_path / "ran"
     run("create", "first")
