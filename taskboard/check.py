@@ -176,7 +176,7 @@ def _metadata_problems(name: str, task_id: int, record: dict) -> list[Problem]:
         elif key == "labels" and not isinstance(value, list):
             why = f"metadata.labels is {shown}, not a list of labels (until it is set again the task has none)"
         elif key == "labels":
-            why = f"metadata.labels {shown}: {why} (until it is set again the views show the usable ones)"
+            why = f"metadata.labels {shown}: {why} (until it is set again the views show the ones that are text)"
         elif not isinstance(value, str):
             why = f"metadata.{key} is {shown}, not text" + (
                 " (no gate runs until it is set again)" if key == "gate" else ""
