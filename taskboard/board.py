@@ -311,7 +311,7 @@ class Board:
         wanted, states = query["statuses"], query["states"]
         wanted_labels, needle = set(query["labels"]), query["grep"]
         shot = listing.shot
-        hidden = self._not_offered(listing) if ready or blocked or states & {"ready", "blocked"} else set()
+        hidden = self._not_offered(listing) if ready or "ready" in states else set()
         if open_only(query, ready, blocked):
             candidates = [(task_id, shot.open[task_id]["status"]) for task_id in sorted(shot.open)]
         else:
@@ -324,12 +324,12 @@ class Board:
             if status == "deleted" and not (include_deleted or "deleted" in wanted):
                 continue
             record = shot.open.get(task_id)
-            if (wanted or states) and status not in wanted and not self._in_state(record, states, listing, hidden):
+            if (wanted or states) and status not in wanted and not self._in_state(record, states, listing):
                 continue
             if (ready or "ready" in states) and task_id in hidden:
                 continue
             if (ready and not self._in_state(record, {"ready"}, listing)) or (
-                blocked and not self._in_state(record, {"blocked"}, listing, hidden)
+                blocked and not self._in_state(record, {"blocked"}, listing)
             ):
                 continue
             if by_field and not _fields_pass(record or listing.record(task_id), owner, wanted_labels, priority, needle):
@@ -353,14 +353,11 @@ class Board:
         return hidden
 
     @staticmethod
-    def _in_state(record: Record | None, states: set[str], listing: Listing, hidden: Collection[int] = ()) -> bool:
-        """Whether an open record is in one of these states (a closed one, None, is in none).
-        A pending task `ready` leaves out (`hidden`) counts as blocked, as in every view."""
-        if record is None:
-            return False
-        ready = graph.is_ready(record, listing.lookup)
-        return ("ready" in states and ready and record["id"] not in hidden) or (
-            "blocked" in states and (graph.is_blocked(record, listing.lookup) or (ready and record["id"] in hidden))
+    def _in_state(record: Record | None, states: set[str], listing: Listing) -> bool:
+        """Whether an open record is in one of these states (a closed one, None, is in none)."""
+        return record is not None and (
+            ("ready" in states and graph.is_ready(record, listing.lookup))
+            or ("blocked" in states and graph.is_blocked(record, listing.lookup))
         )
 
     # -- changes ---------------------------------------------------------------
