@@ -154,7 +154,38 @@ def _list(board: Board, args: dict[str, Any]) -> Reply:
     if listing.damaged:
         events += [("warning", error_text(exc)) for exc in listing.damaged[:-1]]
         failure = damage_error(listing.damaged)
-    return Reply({"tasks": [listing.record(task_id) for task_id in chosen], "total": total}, events, failure)
+    records, cut = _within_budget([listing.record(task_id) for task_id in chosen])
+    document: dict[str, Any] = {"tasks": records, "total": total}
+    if cut:
+        document["note"] = (
+            f"the page stops at {len(records)} of {len(chosen)} tasks: their JSON reached {LIST_BUDGET} characters "
+            "(long descriptions or metadata); ask for fewer (limit) or narrower (status, labels, grep), "
+            "or read one task with task_get"
+        )
+    return Reply(document, events, failure)
+
+
+LIST_BUDGET = 100_000  # characters of JSON a task_list page holds at most (~25 000 tokens), whatever its limit
+
+
+def _within_budget(records: list) -> tuple[list, bool]:
+    """The first records whose JSON stays within LIST_BUDGET characters (the first one
+    always), and whether any were left out: `limit` counts tasks, and 50 tasks with long
+    descriptions (up to 64 KiB each) would flood a model's context."""
+    import json
+
+    used = 0
+    for index, record in enumerate(records):
+        used += len(json.dumps(record, ensure_ascii=False)) + 2
+        if used > LIST_BUDGET and index:
+            return records[:index], True
+    return records, False
+
+
+def _newest_within_budget(entries: list[dict]) -> tuple[list[dict], bool]:
+    """The last entries whose JSON stays within LIST_BUDGET characters, oldest first."""
+    kept, cut = _within_budget(entries[::-1])
+    return kept[::-1], cut
 
 
 def _notes(notes: list) -> Outcome:
@@ -207,7 +238,14 @@ def _log(board: Board, args: dict[str, Any]) -> Reply:
     outcome = board.log(args.get("taskId"))
     entries, limit = outcome.journaled, args.get("limit", DEFAULT_LIMIT)
     events = [(key, value) for key, value, _human in outcome_events(outcome)]
-    return Reply({"events": entries[-limit:], "total": len(entries)}, events)
+    shown, cut = _newest_within_budget(entries[-limit:])
+    document: dict[str, Any] = {"events": shown, "total": len(entries)}
+    if cut:
+        document["note"] = (
+            f"the page holds the last {len(shown)} events: their JSON reached {LIST_BUDGET} characters "
+            "(long notes); ask for fewer (limit) or one task's (taskId)"
+        )
+    return Reply(document, events)
 
 
 def _claim(board: Board, args: dict[str, Any]) -> Reply:

@@ -138,6 +138,39 @@ def test_lists_are_bounded_and_say_the_total(board_dir):
     assert [task["id"] for task in few["tasks"]] == [1, 2, 3] and few["total"] == tools.DEFAULT_LIMIT + 7
 
 
+def test_a_list_page_stays_small_enough_for_a_context_window_whatever_the_descriptions(board_dir):
+    """`limit` counts tasks: 50 tasks with 12 KB descriptions made a 600 KB answer. A page
+    stops at LIST_BUDGET characters of JSON (one task at least), keeps the total, and says
+    how to see the rest; the records it holds are whole."""
+    plan = {
+        "tasks": [{"key": f"k{n}", "subject": f"task {n}", "description": "lorem ipsum " * 1000} for n in range(60)]
+    }
+    call(board_dir, "task_import", plan)
+    listed = call(board_dir, "task_list").document
+    size = len(json.dumps(listed["tasks"], ensure_ascii=False))
+    assert size <= tools.LIST_BUDGET and 1 <= len(listed["tasks"]) < tools.DEFAULT_LIMIT
+    assert listed["total"] == 60 and [task["id"] for task in listed["tasks"]] == list(
+        range(1, len(listed["tasks"]) + 1)
+    )
+    assert all(len(task["description"]) == 12000 for task in listed["tasks"])
+    assert "task_get" in listed["note"] and "limit" in listed["note"]
+    small = call(board_dir, "task_list", {"limit": 2}).document
+    assert len(small["tasks"]) == 2 and "note" not in small  # a page within the budget says nothing more
+    huge = "x" * 60000
+    call(board_dir, "task_update", {"taskId": 1, "description": huge, "metadata": {"notes": "y" * 60000}})
+    assert len(call(board_dir, "task_list").document["tasks"]) == 1  # one task is always shown, whole
+
+
+def test_a_log_page_keeps_the_newest_events_within_the_budget(board_dir):
+    call(board_dir, "task_create", {"subject": "A"})
+    for n in range(12):
+        call(board_dir, "task_note", {"taskId": 1, "text": f"{n} " + "z" * 20000})
+    logged = call(board_dir, "task_log").document
+    assert logged["total"] == 13 and 1 <= len(logged["events"]) < 13
+    assert len(json.dumps(logged["events"], ensure_ascii=False)) <= tools.LIST_BUDGET
+    assert logged["events"][-1]["text"].startswith("11 ") and "limit" in logged["note"]
+
+
 def test_list_filters_by_owner_and_blocked(board_dir):
     call(board_dir, "task_create", {"subject": "A", "owner": "bob"})
     call(board_dir, "task_create", {"subject": "B", "addBlockedBy": [1]})
