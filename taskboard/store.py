@@ -97,6 +97,23 @@ def _is_work_tree_top(folder: str) -> bool:
     return os.path.exists(os.path.join(folder, ".git"))
 
 
+def _has_hole(path: str) -> bool:
+    """Whether a regular file has a hole: a planted sparse gigabyte as an intent is told at
+    once, never read. A hole reads as NUL bytes, which no intent's JSON text holds, so no
+    intent this version wrote has one (a file system without SEEK_HOLE reports none)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        return stat.S_ISREG(info.st_mode) and os.lseek(fd, 0, os.SEEK_HOLE) < info.st_size
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """A regular file's bytes, never through a symbolic link, at most `limit` of them: a
     device (`/dev/zero` planted as a task file) or a file too large for a task (a sparse
@@ -770,6 +787,8 @@ class Store:
         notes = []
         if INTENT_NAME in names:
             try:
+                if _has_hole(os.path.join(self.scratch_dir, INTENT_NAME)):
+                    raise ValueError("a sparse file: a hole reads as NUL bytes, which no intent holds")
                 intent = json.loads(read_bytes(self.scratch / INTENT_NAME, limit=1 << 62))  # many files
                 if intent.get("intent") != 1:
                     raise ValueError("not an intent this version writes")

@@ -963,3 +963,17 @@ def test_check_names_machinery_of_the_wrong_kind(tmp_path, where, kind, rule):
     problems = found["problems"] if isinstance(found, dict) else found
     assert any(p["rule"] == rule and path.name in p["message"] for p in problems), problems
     assert before is None or snapshot(board) == before
+
+
+def test_a_sparse_gigabyte_planted_as_the_intent_is_discarded_unread(b):
+    """An intent is read whole to be replayed; a planted 3 GB sparse file must not be (before:
+    MemoryError, exit 1, with 1 GB of address space; 3 GB of memory without a limit). A hole
+    reads as NUL bytes, which no intent holds: it is discarded at once."""
+    before = snapshot(b)
+    with open(b / ".scratch" / "intent.json", "wb") as planted:
+        planted.truncate(3 << 30)
+    result = tasks_in_1gb(b, "list")
+    no_trace(result)
+    assert result.returncode == 0 and result.stdout == b"[ ] #1: a\n[ ] #2: b\n", result.stderr
+    assert b"discarded" in result.stderr
+    assert scratch_left(b) == [] and snapshot(b) == before
