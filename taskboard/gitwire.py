@@ -212,10 +212,9 @@ def _wire_attributes(repo: Repo, root: Path) -> list[str]:
     """`merge=tasks` for task files and `merge=union` for journal shards, in the board's
     .gitattributes, unless the user gave them a merge attribute of their own."""
     path = root / ".gitattributes"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        text = ""
+    if path.is_symlink():  # a board file: never written through a link (git can commit one)
+        raise OSError(f"{path}: is a symbolic link; the board's .gitattributes must be a regular file")
+    text = _small_file(path) or ""
     done, lines = [], []
     for patterns, line, wanted in (
         (("task_*.json", "*.json", "*"), ATTRIBUTE_LINE, DRIVER),
@@ -273,9 +272,12 @@ def _wire_hooks(repo: Repo) -> list[str]:
     for name in HOOKS:
         path, script = folder / name, hook_script(name)
         try:
-            current = path.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            current = None
+            current = _small_file(path)
+        except OSError:  # a FIFO, a folder, a device, a link to one: never read, never replaced
+            done.append(f"left your {name} hook alone: it is not a regular file; add the line from `tasks init --help`")
+            continue
+        if current is None and path.is_symlink():  # a link to nothing: never written through
+            current = ""
         if current == script:
             continue
         if current is not None and HOOK_SIGN not in current:
@@ -322,9 +324,33 @@ def wiring_problems(root: Path) -> list[str]:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return _small_file(path) or ""
     except OSError:
         return ""
+
+
+def _small_file(path: Path, limit: int = 1 << 20) -> str | None:
+    """The text of a hook or an attributes file, following a link as git does; None when
+    there is none. A FIFO, folder or device in its place, or a file past `limit`, raises
+    OSError at once: it is never waited on and never read whole (a link to /dev/zero)."""
+    import errno
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            raise OSError(errno.EINVAL, f"{path}: not a regular file of at most {limit >> 20} MiB")
+        parts, total = [], 0
+        while total <= limit and (chunk := os.read(fd, 1 << 16)):
+            parts.append(chunk)
+            total += len(chunk)
+        return b"".join(parts).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
 
 
 # -- settling the board after git is done -------------------------------------------------------

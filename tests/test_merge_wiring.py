@@ -274,3 +274,54 @@ def test_the_first_driver_run_answers_for_every_file_and_the_rest_need_no_python
     # finishing the merge clears the cache (check still says the post-merge hook is missing)
     clone.tasks("check", "--fix", expect=6)
     assert not cache.exists() and not (clone.top / ".git" / "tasks-merge.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "dev-zero", "dangling-link"])
+def test_a_hook_of_the_wrong_kind_never_hangs_init_or_check(tmp_path, kind):
+    """A hook `tasks init` and `check` read to see whether it is theirs: a FIFO in its place
+    made both wait forever, a link to /dev/zero read forever, and a dangling link was
+    written through (a file created outside .git). Now: never waited on, never read past
+    a bound, left alone and named; a link is moved aside, never written through."""
+    from conftest import tasks_process
+
+    top = tmp_path / "repo"
+    top.mkdir()
+    Clone(top).git("init", "-q")
+    hook = top / ".git" / "hooks" / "post-merge"
+    hook.parent.mkdir(parents=True, exist_ok=True)
+    nowhere = tmp_path / "nowhere" / "hook"
+    if kind == "fifo":
+        os.mkfifo(hook)
+    elif kind == "folder":
+        hook.mkdir()
+    elif kind == "dev-zero":
+        hook.symlink_to("/dev/zero")
+    else:
+        hook.symlink_to(nowhere)
+    board = top / ".tasks"
+    done = tasks_process("--dir", str(board), "init", timeout=30)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+    assert not nowhere.parent.exists(), "a hook was written through a link"
+    assert tasks_process("--dir", str(board), "create", "a").returncode == 0
+    Clone(top).commit("board")
+    checked = tasks_process("--dir", str(board), "check", timeout=30)
+    if kind == "dangling-link":
+        assert b"installed the post-merge hook" in done.stdout + done.stderr
+        assert checked.returncode == 0, checked.stderr
+    else:
+        assert b"left your post-merge hook alone" in done.stdout + done.stderr, done.stdout + done.stderr
+        assert checked.returncode == 6 and b"post-merge" in checked.stderr + checked.stdout, checked.stderr
+
+
+def test_init_never_writes_through_a_linked_gitattributes(tmp_path):
+    from conftest import tasks_process
+
+    top = tmp_path / "repo"
+    (top / ".tasks").mkdir(parents=True)
+    Clone(top).git("init", "-q")
+    outside = tmp_path / "outside"
+    outside.write_text("mine\n")
+    (top / ".tasks" / ".gitattributes").symlink_to(outside)
+    done = tasks_process("--dir", str(top / ".tasks"), "init", timeout=30)
+    assert b"Traceback" not in done.stderr and b"symbolic link" in done.stderr, done.stderr
+    assert outside.read_text() == "mine\n"
