@@ -647,10 +647,22 @@ def check_problems(store: Store, fix: bool) -> list[Problem]:
                 None, None, "merge-unfinished", "a merge touched the board and was not finished: run tasks check --fix"
             )
         )
-    problems += [
-        Problem(None, None, "git-wiring", f"{message}; run tasks init") for message in wiring_problems(store.root)
-    ]
+    wiring = wiring_problems(store.root)
+    if wiring:
+        hint = _init_command(store.root)
+        problems += [Problem(None, None, "git-wiring", f"{message}; run {hint}") for message in wiring]
     return problems
+
+
+def _init_command(root: Path) -> str:
+    """The `tasks init` that wires this board's clone: a board other than the work tree's
+    `.tasks` is named, or init would make a new board at the top."""
+    repo = find_repo(root)
+    if repo is not None and repo.relative(root) == ".tasks":
+        return "tasks init"
+    import shlex
+
+    return f"tasks --dir {shlex.quote(str(root))} init"
 
 
 def describe(result: Settled, board: str, hook_run: bool = False) -> list[str]:

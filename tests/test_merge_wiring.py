@@ -123,6 +123,25 @@ def test_check_reports_a_clone_that_is_not_wired(tmp_path):
     assert copy.tasks.json("check")["ok"] is True
 
 
+def test_check_names_the_init_that_wires_a_board_kept_elsewhere(tmp_path):
+    # `tasks init` alone would make a new board at the top: the hint names this board's folder
+    origin = Clone(tmp_path / "origin")
+    origin.top.mkdir()
+    origin.git("init", "-q")
+    origin.tasks = type(origin.tasks)(origin.top / "plans")
+    origin.tasks("create", "one")
+    origin.commit("a board in plans/")
+    copy = Clone(tmp_path / "copy")
+    origin.git("clone", "-q", str(origin.top), str(copy.top))
+    copy.tasks = type(origin.tasks)(copy.top / "plans")
+    messages = [p["message"] for p in json.loads(copy.tasks("check", "--json", expect=6).stdout)["problems"]]
+    hint = f"run tasks --dir {copy.top / 'plans'} init"
+    assert messages and all(m.endswith(hint) for m in messages), messages
+    copy.tasks("init")  # what the hint says: this board, wired in place
+    assert copy.tasks.json("check")["ok"] is True
+    assert not (copy.top / ".tasks").exists()
+
+
 def test_a_hooks_path_of_the_users_own_is_left_alone(tmp_path):
     clone = new_clone(tmp_path / "repo")
     (clone.top / ".husky").mkdir()
