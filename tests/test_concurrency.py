@@ -159,3 +159,24 @@ def test_storm_of_graph_changes_from_eight_processes(board_dir, seed, run):
     checked = run("check", "--json")
     assert json.loads(checked.stdout) == {"ok": True, "problems": []}
     assert scratch_left(board_dir) == []
+
+
+def test_the_board_lock_is_the_one_filelock_takes(board_dir, run):
+    """DESIGN §6 names `filelock`; tasks takes the same kernel lock on `.tasks/.lock` without
+    importing it, so a process holding a filelock.FileLock keeps every tasks writer and reader
+    out, and they go on once it lets go."""
+    from conftest import tasks_process
+    from filelock import FileLock
+
+    run("create", "one")
+    before = sorted(p.name for p in board_dir.iterdir())
+    lock = FileLock(str(board_dir / ".lock"), timeout=5)
+    with lock:
+        for args in (("create", "two"), ("update", "1", "--status", "completed"), ("list",), ("get", "1")):
+            held = tasks_process("--dir", str(board_dir), "--timeout", "0.3", *args, "--json")
+            assert held.returncode == 5, (args, held.stderr)
+            assert json.loads(held.stderr.decode().splitlines()[-1])["error"]["code"] == "busy"
+        assert sorted(p.name for p in board_dir.iterdir()) == before
+        assert run.record(1)["status"] == "pending"
+    done = tasks_process("--dir", str(board_dir), "--timeout", "5", "create", "two", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["id"] == 2
