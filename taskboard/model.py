@@ -204,6 +204,16 @@ def check_label(label: Any) -> str:
     return label
 
 
+def _usable_label(label: str) -> bool:
+    """Whether a label written by hand is one input would take: a label update keeps those
+    and drops the rest (`check` reports them), so it never writes back a bad label."""
+    try:
+        check_label(label)
+    except UsageError:
+        return False
+    return True
+
+
 def check_labels(value: Any) -> list[str]:
     """Labels as the record keeps them: sorted, unique, each a usable label."""
     if not isinstance(value, list):
@@ -548,7 +558,7 @@ class Patch:
         metadata.update(self.metadata)
         if self.add_labels or self.remove_labels:
             labels = metadata.get("labels", labels_of(record))
-            labels = [] if labels is REMOVE else labels
+            labels = [] if labels is REMOVE else [label for label in labels if _usable_label(label)]
             metadata["labels"] = sorted((set(labels) | set(self.add_labels)) - set(self.remove_labels))
         if metadata.get("labels") == []:  # no labels left: the key goes, as `--meta labels=` would do
             metadata["labels"] = REMOVE

@@ -450,3 +450,14 @@ def test_hand_written_metadata_is_named_with_its_value_and_what_it_counts_as(boa
     assert "(until it is set again it counts as 2)" in result.stderr
     assert 'task_1.json: metadata.labels is "bug", not a list of labels' in result.stderr
     assert run("ready").stdout == "[ ] #1: task 1\n[ ] #2: task 2\n"
+
+
+def test_a_label_update_keeps_the_good_hand_written_labels_and_drops_the_bad(board_dir, run):
+    """`update --label` on a task whose labels were written by hand never writes a bad label
+    back: what input would refuse goes, the rest stays, and `check` is then clean."""
+    board_dir.mkdir()
+    write_board(board_dir, [record(1, metadata={"labels": ["ok", 3, "", " pad", "x\u0007"]})])
+    run("check", expect=6)
+    run("update", "1", "--label", "new")
+    assert run.record(1)["metadata"]["labels"] == ["new", "ok"]
+    assert run.json("check")["ok"] is True
