@@ -19,6 +19,7 @@ import sys
 
 from .model import id_from_file_name
 
+MAX_MARKER = 1 << 20  # the marker names boards and failed files: far below this
 MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
 CACHE = "tasks-merge-cache"  # beside it: this driver's answers by blob ids, for the shell words in front of it
 _PICKS = re.compile(r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b", re.MULTILINE)
@@ -137,10 +138,11 @@ def merge_pending(board: str) -> bool:
 
 
 def read_marker(git_dir: str) -> dict:
+    """The marker, or {} when it is missing, damaged, or not a regular file (a FIFO planted
+    in its place is never waited on)."""
     try:
-        with open(os.path.join(git_dir, MARKER), encoding="utf-8") as f:
-            found = json.load(f)
-    except (OSError, ValueError):
+        found = json.loads(read_small(os.path.join(git_dir, MARKER), MAX_MARKER) or "{}")
+    except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
 

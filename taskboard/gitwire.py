@@ -20,7 +20,6 @@ and a settle.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import subprocess
@@ -28,7 +27,8 @@ import sys
 from pathlib import Path
 
 from . import merging
-from .driver import CACHE, MARKER
+from .driver import CACHE, MARKER, read_small
+from .driver import read_marker as driver_read_marker
 from .errors import Corrupt
 from .model import decode, encode, file_name, id_from_file_name
 
@@ -103,10 +103,10 @@ class Repo:
         return None
 
     def _merge_committed(self) -> bool:
-        try:
-            heads = (self.git_dir / "MERGE_HEAD").read_text().split()
-        except OSError:
+        text = read_small(str(self.git_dir / "MERGE_HEAD"), 1 << 16)  # never waits on a FIFO
+        if text is None:
             return False
+        heads = text.split()
         parents = self.git("rev-parse", "HEAD^@", check=False).split()
         return len(parents) > 1 and parents[1:] == heads
 
@@ -136,11 +136,7 @@ def find_repo(start: Path) -> Repo | None:
 
 
 def read_marker(repo: Repo) -> dict:
-    try:
-        found = json.loads(repo.marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
+    return driver_read_marker(str(repo.git_dir))
 
 
 def clear_marker(repo: Repo) -> None:

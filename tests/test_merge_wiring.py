@@ -344,3 +344,18 @@ def test_init_never_writes_through_a_linked_gitattributes(tmp_path):
     done = tasks_process("--dir", str(top / ".tasks"), "init", timeout=30)
     assert b"Traceback" not in done.stderr and b"symbolic link" in done.stderr, done.stderr
     assert outside.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("name", ["tasks-merge.json", "MERGE_HEAD"])
+def test_a_fifo_in_place_of_gits_merge_files_never_hangs_a_command(tmp_path, name):
+    """Every command looks for the driver's marker in the git folder, and `check --fix`
+    reads MERGE_HEAD: a FIFO planted as either made them wait forever."""
+    from conftest import tasks_process
+
+    clone = new_clone(tmp_path / "repo")
+    clone.tasks("create", "a")
+    clone.commit("board")
+    os.mkfifo(clone.top / ".git" / name)
+    for args in (["list"], ["check"], ["check", "--fix"], ["create", "b"], ["update", "1", "-d", "x"]):
+        done = tasks_process("--dir", str(clone.board), *args, timeout=30)
+        assert b"Traceback" not in done.stderr and done.returncode in (0, 6), (args, done.returncode, done.stderr)
