@@ -343,6 +343,23 @@ def _mirror_set(config: Config, uid: str, found: Known | None) -> None:
     _write_mirror(config, mirror)
 
 
+def _fetched_since(config: Config) -> bool:
+    """Whether a plain `git fetch` (the refspec init configured) moved the claim refs after
+    the mirror was written: two stats, and git runs only when it did."""
+    common = os.path.dirname(os.path.dirname(config.folder))  # <git-common-dir>/tasks/<key>
+    try:
+        written = os.stat(_mirror_path(config)).st_mtime_ns
+    except OSError:
+        written = -1
+    for path in (f"{common}/{tracking(config.name).rstrip('/')}", f"{common}/packed-refs"):
+        try:
+            if os.stat(path).st_mtime_ns > written:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def rebuild_mirror(git: Git, config: Config) -> None:
     _write_mirror(config, {uid: k.doc for uid, k in all_known(git, config).items() if k.doc is not None})
 
@@ -353,6 +370,9 @@ def held_elsewhere(store: Store, records: list[Record]) -> set[int]:
     config = config_of(store)
     if config is None:
         return set()
+    if _fetched_since(config):
+        with contextlib.suppress(TaskError):  # only a hint for views: the claim's push decides
+            rebuild_mirror(Git(store), config)
     mirror = read_mirror(config)
     if not mirror:
         return set()

@@ -677,3 +677,18 @@ def test_a_task_this_board_says_is_held_but_was_given_back_elsewhere_can_be_take
     a.tasks("sync")
     assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "bob")
     assert a.json("check")["ok"] is True and b.json("check")["ok"] is True
+
+
+def test_a_plain_git_fetch_is_enough_for_ready_to_leave_out_a_task_claimed_elsewhere(fleet):
+    # init configured the fetch refspec for claim refs: what a fetch brings, ready uses
+    a = fleet.machine("a")
+    plan(a)
+    b, c = fleet.machine("b"), fleet.machine("c")
+    b.tasks("claim", "4", owner="bob")
+    assert 4 in [r["id"] for r in c.json("ready")]  # c has heard nothing yet
+    c.git("fetch", "-q", "origin")
+    assert 4 not in [r["id"] for r in c.json("ready")]
+    assert "claimed by bob on another machine (through origin)" in c.tasks("get", "4").stdout
+    b.tasks("release", "4", owner="bob")
+    c.git("fetch", "-q", "origin")
+    assert 4 in [r["id"] for r in c.json("ready")]
