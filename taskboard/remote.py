@@ -279,16 +279,7 @@ def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) 
     remote cannot be reached."""
     new = git.out("hash-object", "-w", "--stdin", input=data)
     ref = CLAIMS + uid
-    done = git.run(
-        "push",
-        "--porcelain",
-        "--no-verify",
-        config.name,
-        f"{new}:{ref}",
-        f"--force-with-lease={ref}:{expected or ''}",  # exact: the expected value named, empty = must not exist
-        network=True,
-    )
-    flag = _push_flag(done, ref)
+    done, flag = _cas_push(git, config, ref, new, expected)
     if flag is None:
         raise unreachable(config, done)
     if flag == "!":
@@ -296,6 +287,24 @@ def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) 
     git.run("update-ref", tracking(config.name) + uid, new)
     _mirror_set(config, uid, Known(uid, new, data))
     return new
+
+
+def _cas_push(
+    git: Git, config: Config, ref: str, new: str | None, expected: str | None
+) -> tuple[subprocess.CompletedProcess, str | None]:
+    """The one compare-and-swap of a claim ref: `ref` becomes `new` (None: deleted) only if
+    the remote still has `expected` (None: no such ref), never a bare --force-with-lease.
+    The push, and the status character git gave the ref (None: it never got there)."""
+    done = git.run(
+        "push",
+        "--porcelain",
+        "--no-verify",
+        config.name,
+        f"{new or ''}:{ref}",
+        f"--force-with-lease={ref}:{expected or ''}",  # exact: the expected value named, empty = must not exist
+        network=True,
+    )
+    return done, _push_flag(done, ref)
 
 
 def _push_flag(done: subprocess.CompletedProcess, ref: str) -> str | None:
@@ -674,17 +683,8 @@ def _give_back(git: Git, config: Config, record: Record, ours: str, previous: st
 def restore(git: Git, config: Config, uid: str, ours: str, previous: str | None) -> bool:
     """Put a ref this clone just moved to `ours` back to `previous` (None: delete it), by
     the same exact compare-and-swap; whether it went back."""
-    ref = CLAIMS + uid
-    done = git.run(
-        "push",
-        "--porcelain",
-        "--no-verify",
-        config.name,
-        f"{previous or ''}:{ref}",
-        f"--force-with-lease={ref}:{ours}",
-        network=True,
-    )
-    if _push_flag(done, ref) in (None, "!"):
+    _done, flag = _cas_push(git, config, CLAIMS + uid, previous, ours)
+    if flag in (None, "!"):
         return False
     if previous is None:
         git.run("update-ref", "-d", tracking(config.name) + uid)
