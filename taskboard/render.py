@@ -738,6 +738,26 @@ def _card_troubles(notes: Notes) -> list[str]:
     return words
 
 
+def _fit_line(line: Text, subject: str, style: str, owner: str, owner_max: int, subject_min: int, width: int) -> Text:
+    """Finish a one-line entry in `width` cells: the subject cut to what is left, then the
+    owner (cut to `owner_max`, and left out when it would leave the subject fewer than
+    `subject_min` cells)."""
+    tail = Text()
+    if owner:
+        tail = Text(owner, style=OWNER_STYLE)
+        tail.truncate(owner_max + 2, overflow="ellipsis")
+    room = width - line.cell_len - 1
+    if room - tail.cell_len < min(subject_min, cell_len(subject)):
+        tail = Text()
+    text = Text(" " + subject, style=style)
+    text.truncate(max(0, room - tail.cell_len) + 1, overflow="ellipsis")
+    line.append_text(text)
+    line.append_text(tail)
+    line.truncate(width, overflow="ellipsis")
+    line.no_wrap = True
+    return line
+
+
 class _CardLine:
     """A card in one line, for a narrow board that cannot show every card whole: the id,
     `!` when in trouble, the subject cut to the width, and the owner (`tasks get ID` has
@@ -754,20 +774,8 @@ class _CardLine:
         line.append(f"#{record['id']}", style=f"bold {STATE_STYLES[key]}" + (" reverse" if self.changed else ""))
         if self.notes.troubles:
             line.append(f" {TROUBLE_MARK}", style=TROUBLE)
-        owner = Text()
-        if record["owner"]:
-            owner = Text(" @" + record["owner"], style=OWNER_STYLE)
-            owner.truncate(self.OWNER_MAX + 2, overflow="ellipsis")
-        room = width - line.cell_len - 1
-        if room - owner.cell_len < min(12, cell_len(record["subject"])):
-            owner = Text()
-        subject = Text(" " + record["subject"], style=SUBJECT_STYLES[key])
-        subject.truncate(max(0, room - owner.cell_len) + 1, overflow="ellipsis")
-        line.append_text(subject)
-        line.append_text(owner)
-        line.truncate(width, overflow="ellipsis")
-        line.no_wrap = True
-        return line
+        owner = " @" + record["owner"] if record["owner"] else ""
+        return _fit_line(line, record["subject"], SUBJECT_STYLES[key], owner, self.OWNER_MAX, 12, width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.text(options.max_width)
@@ -1512,17 +1520,9 @@ class GraphNode:
                 line.append(f" ({self.word} #{self.after})", style="dim")
             if not self.again and view.notes(record).troubles:
                 line.append(f" {TROUBLE_MARK}", style=TROUBLE)
-            owner = Text()
-            if record["owner"] and not self.again:
-                owner = Text("  @" + record["owner"], style=OWNER_STYLE)
-                owner.truncate(self.OWNER_MAX + 2, overflow="ellipsis")
-            room = width - line.cell_len - 1
-            if room - owner.cell_len < min(self.SUBJECT_MIN, cell_len(record["subject"])):
-                owner = Text()
-            subject = Text(" " + record["subject"], style="dim" if self.again else SUBJECT_STYLES[key])
-            subject.truncate(max(0, room - owner.cell_len) + 1, overflow="ellipsis")
-            line.append_text(subject)
-            line.append_text(owner)
+            owner = "  @" + record["owner"] if record["owner"] and not self.again else ""
+            style = "dim" if self.again else SUBJECT_STYLES[key]
+            return _fit_line(line, record["subject"], style, owner, self.OWNER_MAX, self.SUBJECT_MIN, width)
         line.truncate(width, overflow="ellipsis")
         line.no_wrap = True
         return line
