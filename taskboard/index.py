@@ -567,6 +567,16 @@ def _fine_grained(folder: int) -> bool:
 # -- the cache folder ------------------------------------------------------------------------
 
 
+def _saved_keys(found: dict) -> tuple[array, array, array]:
+    """The ids, ctimes and inodes a cache file holds, as the arrays they were saved from
+    (ValueError, KeyError or TypeError when they are not there)."""
+    ids, ctimes, inodes = array("q"), array("q"), array("Q")
+    ids.frombytes(found["ids"])
+    ctimes.frombytes(found["ctimes"])
+    inodes.frombytes(found["inodes"])
+    return ids, ctimes, inodes
+
+
 class Cache:
     """The `.cache` folder: files read whole and checked, written whole and renamed."""
 
@@ -579,10 +589,7 @@ class Cache:
         if not _shaped(found, _INDEX_SHAPE):
             return None
         try:
-            ids, ctimes, inodes = array("q"), array("q"), array("Q")
-            ids.frombytes(found["ids"])
-            ctimes.frombytes(found["ctimes"])
-            inodes.frombytes(found["inodes"])
+            ids, ctimes, inodes = _saved_keys(found)
             kinds = bytearray(found["kinds"])
             opened = found["open"]
             folder = found["folder"]
@@ -613,10 +620,7 @@ class Cache:
         if not _shaped(found, _HISTORY_SHAPE):
             return None
         try:
-            ids, ctimes, inodes = array("q"), array("q"), array("Q")
-            ids.frombytes(found["ids"])
-            ctimes.frombytes(found["ctimes"])
-            inodes.frombytes(found["inodes"])
+            ids, ctimes, inodes = _saved_keys(found)
             texts = found["texts"].split("\n") if found["texts"] else []
             if not len(ids) == len(ctimes) == len(inodes) == len(texts):
                 return None
