@@ -53,9 +53,9 @@ from .invocation import terminal_width
 from .invocation import write as _write
 from .model import DEFAULT_PRIORITY, MARKERS, Record
 from .model import ids_text as _ids
-from .plain import EVENTS_SHOWN
+from .plain import EVENTS_SHOWN, trouble_words
 from .plain import task_text as plain_text_of_task
-from .views import STATE_LABELS, STUCK_AFTER, Notes, cyclic_ids, epoch, span, state, task_line, times
+from .views import STATE_LABELS, Notes, cyclic_ids, epoch, span, state, task_line, times
 
 # -- the colour language ----------------------------------------------------------------
 
@@ -715,27 +715,11 @@ def _card(record: Record, key: str, lookup, unlock: int, plain: bool, notes: Not
         card.append("\nwaits on " + _ids(blockers), style="dim")
     if key == "ready" and unlock:
         card.append(f"\nunlocks {unlock}")
-    for trouble in _card_troubles(notes):
+    for trouble in trouble_words(notes):
         card.append(f"\n{TROUBLE_MARK} {trouble}", style=TROUBLE)
     if notes.attempts and not notes.stuck:
         card.append(f"\nfailed {times(notes.attempts)}", style="dim")
     return card
-
-
-def _card_troubles(notes: Notes) -> list[str]:
-    words = []
-    for trouble in notes.troubles:
-        if trouble == "lease expired" and notes.lease_short:
-            words.append(notes.lease_short)
-        elif trouble == "stuck":
-            words.append(f"stuck: failed {times(max(notes.attempts, STUCK_AFTER))}")
-        elif trouble == "gate failed" and notes.gate is not None and isinstance(notes.gate.get("exit"), int):
-            words.append(f"gate failed (exit {notes.gate['exit']})")
-        elif trouble == "gate failed" and notes.gate is not None and notes.gate.get("headline"):
-            words.append(str(notes.gate["headline"]))
-        else:
-            words.append(trouble)
-    return words
 
 
 def _fit_line(line: Text, subject: str, style: str, owner: str, owner_max: int, subject_min: int, width: int) -> Text:
@@ -1336,7 +1320,7 @@ def _status_cell(record: Record, key: str, notes: Notes) -> Text:
     status.append(STATE_LABELS[key], style=STATE_STYLES[key])
     if STATE_LABELS[key] != record["status"]:
         status.append(f" ({record['status']})", style="dim")
-    for trouble in _card_troubles(notes):
+    for trouble in trouble_words(notes):
         status.append(f"\n{TROUBLE_MARK} {trouble}", style=TROUBLE)
     return status
 

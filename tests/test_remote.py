@@ -550,21 +550,8 @@ def test_a_waiter_learns_of_a_task_given_back_on_another_machine(fleet):
     b.tasks("sync")  # b has seen amy's claims: nothing is claimable for bob
     assert b.json("ready") == []
     a.tasks("release", "4", owner="amy")  # the ref says released; no file of b's changes
-    waiter = subprocess.Popen(
-        [*TASKS, "claim", "--wait", "30", "--json"],
-        cwd=b.top,
-        env={**b.env, "TASKS_OWNER": "bob"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        out, err = waiter.communicate(timeout=60)
-    finally:
-        if waiter.poll() is None:
-            waiter.kill()
-            waiter.wait()
-    assert waiter.returncode == 0, err
+    code, out, err = waiter(b, "bob", "--wait", "30")
+    assert code == 0, err
     took = json.loads(out)
     assert (took["id"], took["owner"]) == (4, "bob")
     assert [(d["task"], d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [
