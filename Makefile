@@ -1,10 +1,14 @@
-# Every target installs what it needs into .venv first; nothing else is assumed.
+# `make install` puts the `tasks` command on your PATH; every other target installs what it
+# needs into the development venv .venv first. Nothing but Python and make is assumed.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# where `make install` puts tasks when neither pipx nor uv is there
+PREFIX ?= $(HOME)/.local
+TOOL_VENV := $(PREFIX)/share/repo-taskboard
 
-.PHONY: install demo test bench pictures lint clean
+.PHONY: install uninstall dev demo test bench pictures lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +17,27 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q taskboard  # start-up is the latency: never compile per call
 	touch $(STAMP)
 
-install: $(STAMP)
+install:  ## put `tasks` on your PATH, with the MCP extra: pipx, else uv, else a venv in $(PREFIX)
+	@if command -v pipx >/dev/null 2>&1; then \
+	  echo "pipx install --force '.[mcp]'"; pipx install --force '.[mcp]'; \
+	elif command -v uv >/dev/null 2>&1; then \
+	  echo "uv tool install --force '.[mcp]'"; uv tool install --force '.[mcp]'; \
+	else \
+	  echo "neither pipx nor uv: a venv of its own in $(TOOL_VENV), tasks linked into $(PREFIX)/bin"; \
+	  rm -rf '$(TOOL_VENV)' && $(PYTHON) -m venv '$(TOOL_VENV)' && \
+	  '$(TOOL_VENV)/bin/python' -m pip install --quiet '.[mcp]' && \
+	  mkdir -p '$(PREFIX)/bin' && ln -sf '$(TOOL_VENV)/bin/tasks' '$(PREFIX)/bin/tasks'; \
+	fi
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
+	  *) command -v tasks >/dev/null 2>&1 || echo "add $(PREFIX)/bin to your PATH (pipx ensurepath does it), then: tasks --help";; esac
+
+uninstall:  ## take `tasks` off your PATH again (whichever way make install put it there)
+	-@command -v pipx >/dev/null 2>&1 && pipx uninstall repo-taskboard
+	-@command -v uv >/dev/null 2>&1 && uv tool uninstall repo-taskboard
+	rm -rf '$(TOOL_VENV)'
+	@if [ -L '$(PREFIX)/bin/tasks' ] && [ ! -e '$(PREFIX)/bin/tasks' ]; then rm -f '$(PREFIX)/bin/tasks'; fi
+
+dev: $(STAMP)  ## the development venv .venv: an editable install with the test and lint tools
 
 demo: $(STAMP)  ## show the sample board
 	$(BIN)/tasks --dir .tasks.example board
@@ -42,4 +66,4 @@ lint: $(STAMP)  ## formatter, linter and type checker, as CI runs them
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info site

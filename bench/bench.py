@@ -855,7 +855,7 @@ def mcp_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
     try:
         session = StdioSession(board)
     except (OSError, ValueError, SystemExit) as exc:
-        print(f"\n(tasks mcp did not start: {exc}; install taskboard[mcp] for these figures)")
+        print(f"\n(tasks mcp did not start: {exc}; install the mcp extra for these figures)")
         return []
     try:
         started = time.perf_counter()

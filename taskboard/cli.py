@@ -776,7 +776,7 @@ def setup(inv: Invocation, harness_name):
 @cli.command()
 @pass_inv
 def mcp(inv: Invocation):
-    """Serve the board to an agent over MCP (stdio); needs pip install 'taskboard[mcp]'.
+    """Serve the board to an agent over MCP (stdio); needs the mcp extra (see README).
 
     The caller is --as NAME, else TASKS_OWNER. The board is each call's board
     argument, else --dir, else TASKS_DIR, else the nearest .tasks/.

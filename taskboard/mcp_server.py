@@ -1,5 +1,5 @@
 """`tasks mcp`: the board served over MCP (stdio) with the official SDK, `mcp>=2,<3`,
-installed as the extra `taskboard[mcp]`. This is the one module that imports `mcp`,
+installed as the extra `mcp` (`pipx install '.[mcp]'`). This is the one module that imports `mcp`,
 and only `tasks mcp` imports it.
 
 The tools are taskboard.tools' table; each call runs in-process (no process start per
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
     from typing import Any
 
-INSTALL = "pip install 'taskboard[mcp]'"
+INSTALL = "install tasks with its mcp extra (in a clone: pipx install --force '.[mcp]'), or pip install 'mcp>=2,<3' beside it"
 INSTRUCTIONS = (
     "The repository's task board: one JSON file per task in .tasks/, committed with the code, "
     "shared with other agents and people. Loop: task_claim with wait true takes the next ready task "

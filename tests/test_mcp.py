@@ -221,7 +221,7 @@ def test_without_the_sdk_tasks_mcp_exits_2_naming_the_install(tmp_path):
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert done.stdout == b""
-    assert "pip install 'taskboard[mcp]'" in done.stderr.decode()
+    assert "pipx install --force '.[mcp]'" in done.stderr.decode()
 
 
 def test_nothing_but_the_protocol_reaches_stdout(board_dir):
