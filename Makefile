@@ -19,17 +19,18 @@ $(STAMP): pyproject.toml
 
 install:  ## put `tasks` on your PATH, with the MCP extra: pipx, else uv, else a venv in $(PREFIX)
 	@if command -v pipx >/dev/null 2>&1; then \
-	  echo "pipx install --force '.[mcp]'"; pipx install --force '.[mcp]'; \
+	  echo "pipx install --force '.[mcp]'"; pipx install --force '.[mcp]' && \
+	  { command -v tasks >/dev/null 2>&1 || echo "put pipx's folder on your PATH: pipx ensurepath, then open a new shell"; }; \
 	elif command -v uv >/dev/null 2>&1; then \
-	  echo "uv tool install --force '.[mcp]'"; uv tool install --force '.[mcp]'; \
+	  echo "uv tool install --force '.[mcp]'"; uv tool install --force '.[mcp]' && \
+	  { command -v tasks >/dev/null 2>&1 || echo "put uv's tool folder on your PATH: uv tool update-shell, then open a new shell"; }; \
 	else \
 	  echo "neither pipx nor uv: a venv of its own in $(TOOL_VENV), tasks linked into $(PREFIX)/bin"; \
 	  rm -rf '$(TOOL_VENV)' && $(PYTHON) -m venv '$(TOOL_VENV)' && \
 	  '$(TOOL_VENV)/bin/python' -m pip install --quiet '.[mcp]' && \
-	  mkdir -p '$(PREFIX)/bin' && ln -sf '$(TOOL_VENV)/bin/tasks' '$(PREFIX)/bin/tasks'; \
+	  mkdir -p '$(PREFIX)/bin' && ln -sf '$(TOOL_VENV)/bin/tasks' '$(PREFIX)/bin/tasks' && \
+	  case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "add $(PREFIX)/bin to your PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac; \
 	fi
-	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; \
-	  *) command -v tasks >/dev/null 2>&1 || echo "add $(PREFIX)/bin to your PATH (pipx ensurepath does it), then: tasks --help";; esac
 
 uninstall:  ## take `tasks` off your PATH again (whichever way make install put it there)
 	-@command -v pipx >/dev/null 2>&1 && pipx uninstall repo-taskboard

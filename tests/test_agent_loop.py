@@ -55,7 +55,7 @@ print(json.load(sys.stdin)["id"])
 def readme_loop() -> str:
     """The agent loop as the README gives it: the `while … done` lines of its shell block."""
     text = README.read_text(encoding="utf-8")
-    block = re.search(r"The whole work loop:\s*```sh\n(.*?)```", text, re.S)
+    block = re.search(r"<!-- agent-loop: [^>]*-->\s*```sh\n(.*?)```", text, re.S)
     assert block, "the README lost its agent loop"
     lines = block.group(1).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("while "))
