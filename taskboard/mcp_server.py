@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
     from typing import Any
 
-INSTALL = "install tasks with its mcp extra (in a clone: pipx install --force '.[mcp]'), or pip install 'mcp>=2,<3' beside it"
+INSTALL = "pipx install --force '.[mcp]' in a clone, or pip install 'mcp>=2,<3' beside tasks"
 INSTRUCTIONS = (
     "The repository's task board: one JSON file per task in .tasks/, committed with the code, "
     "shared with other agents and people. Loop: task_claim with wait true takes the next ready task "
