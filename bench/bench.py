@@ -676,7 +676,7 @@ def clone_board(root: Path) -> Path:
 def journal_boards(root: Path, lines: int = 200_000) -> tuple[Path, Path]:
     """Two boards of one task each: one with an empty journal, one whose journal already
     holds `lines` events in the shard a `note` appends to (the caller's), and a few more."""
-    from taskboard import journal
+    from taskboard.disk import journal
 
     boards = []
     for name, count in (("journal-empty", 0), ("journal-long", lines)):
@@ -710,7 +710,7 @@ def bench_merge(root: Path) -> list[tuple[str, float, str]]:
     runs), and the same tasks merged by rebase. Returns (case, seconds, what was checked)."""
     import subprocess
 
-    from taskboard.model import encode
+    from taskboard.core.model import encode
 
     def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)

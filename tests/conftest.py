@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import settings
 
-from taskboard.app import main
+from taskboard.cli.app import main
 
 TASKS = [sys.executable, "-m", "taskboard"]
 

@@ -15,7 +15,7 @@ from conftest import TASKS, tasks_process
 
 HOLD_A_READ = """
 import sys
-from taskboard.store import Store
+from taskboard.disk.store import Store
 with Store(sys.argv[1]).reading():
     print("reading", flush=True)
     sys.stdin.readline()

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from taskboard.model import encode
+from taskboard.core.model import encode
 
 STAMP = "2026-11-29T18:03:11Z"
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json")
 
-# Runs `taskboard.app.main(argv)` and writes a report to the file named by argv[0].
+# Runs `taskboard.cli.app.main(argv)` and writes a report to the file named by argv[0].
 WRAPPER = r"""
 import json, os, sys
 
@@ -41,7 +41,7 @@ def hook(event, args):
         listed.append(os.fsdecode(args[0]))
 
 sys.addaudithook(hook)
-from taskboard.app import main
+from taskboard.cli.app import main
 code = main(argv)
 recording[0] = False
 with open(report_path, "w") as out:
@@ -132,7 +132,7 @@ def test_commands_without_a_lock_never_import_filelock(tmp_path, small_board, ar
     "args", [("ready", "--json"), ("list", "--json", "--status", "pending"), ("ready",), ("get", "1")], ids=" ".join
 )
 def test_reads_of_open_work_start_no_process_machinery(tmp_path, small_board, args):
-    """Asking whether claims go through a git remote (taskboard.remote) costs `ready` no
+    """Asking whether claims go through a git remote (taskboard.git.claimrefs) costs `ready` no
     import of subprocess, threading or secrets: those are for the claims that do."""
     result = footprint(tmp_path, small_board, *args)
     assert result["exit"] == 0, result["stderr"]
@@ -205,7 +205,7 @@ def test_anything_else_goes_through_click(tmp_path, small_board, args):
 
 def test_the_probe_sees_a_lazy_import(tmp_path, small_board):
     # the absences above mean something only if the probe sees what a command imports late
-    assert "taskboard.journal" in footprint(tmp_path, small_board, "create", "x", "--json")["modules"]
+    assert "taskboard.disk.journal" in footprint(tmp_path, small_board, "create", "x", "--json")["modules"]
 
 
 def test_version_does_not_read_package_metadata(tmp_path, small_board):
@@ -317,7 +317,7 @@ def test_get_reads_one_file(tmp_path, board_dir, large_board):
 
 
 def test_ids_from_many_names_agree_with_one_name_at_a_time():
-    from taskboard.model import id_from_file_name, ids_from_file_names, max_id_of
+    from taskboard.core.model import id_from_file_name, ids_from_file_names, max_id_of
 
     odd = [
         "task_0.json",

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from taskboard import graph
-from taskboard.board import Board
-from taskboard.errors import NotFound, Refused
-from taskboard.model import Patch
-from taskboard.store import Store
+from taskboard.core import graph
+from taskboard.core.errors import NotFound, Refused
+from taskboard.core.model import Patch
+from taskboard.disk.store import Store
+from taskboard.ops.board import Board
 
 
 def rec(task_id, status="pending", blocked_by=(), blocks=()):

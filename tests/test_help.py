@@ -7,7 +7,7 @@ from __future__ import annotations
 import click
 import pytest
 
-from taskboard.cli import cli
+from taskboard.cli.parser import cli
 
 
 def commands(group: click.Group = cli, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:

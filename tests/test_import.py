@@ -216,7 +216,7 @@ def test_a_broken_plan_changes_nothing(board, run, tmp_path, plan, code, words):
 
 
 def test_a_huge_plan_is_refused_unread(board, run):
-    from taskboard.importing import MAX_PLAN_BYTES
+    from taskboard.ops.importing import MAX_PLAN_BYTES
 
     before = snapshot(board)
     huge = b'{"tasks": [' + b" " * MAX_PLAN_BYTES + b"]}"
@@ -226,7 +226,7 @@ def test_a_huge_plan_is_refused_unread(board, run):
 
 
 def test_too_many_tasks_in_one_plan(board, run):
-    from taskboard.importing import MAX_PLAN_TASKS
+    from taskboard.ops.importing import MAX_PLAN_TASKS
 
     plan = _plan(*({"key": str(i), "subject": "x"} for i in range(MAX_PLAN_TASKS + 1)))
     before = snapshot(board)

@@ -1,4 +1,4 @@
-"""The cache beside the board (taskboard.index) never changes an answer. Every read
+"""The cache beside the board (taskboard.disk.index) never changes an answer. Every read
 command is compared, after every step, with the answer computed here from the files
 alone (an oracle that shares no code with taskboard), while writes through `tasks`,
 hand edits in place and by rename, deletions, files copied in, git checkouts and
@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from invariants import record, write_board
 from worker import call
 
-from taskboard import index
+from taskboard.disk import index
 
 OPEN = ("pending", "in_progress")
 STATUSES = ("pending", "in_progress", "completed", "deleted")
@@ -448,7 +448,7 @@ def test_a_read_only_board_is_read_without_a_cache(open_folder):
     """Someone who may read the board but not write it still gets the right answer."""
     import importlib
 
-    for module in ("taskboard.board", "taskboard.store", "taskboard.index", "taskboard.commands"):
+    for module in ("taskboard.ops.board", "taskboard.disk.store", "taskboard.disk.index", "taskboard.cli.commands"):
         importlib.import_module(module)  # loaded before privileges drop
     board_dir = open_folder / ".tasks"
     write_board(board_dir, [record(1), record(2, status="completed"), record(3, blocked_by=[1])])

@@ -13,7 +13,7 @@ import pytest
 from conftest import tasks_process
 from invariants import load_journal
 
-from taskboard.journal import shard_name
+from taskboard.disk.journal import shard_name
 
 
 def events(board, task=None) -> list[tuple]:

@@ -21,7 +21,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from worker import run_together
 
-from taskboard import mcp_server, tools
+from taskboard.agents import mcp as mcp_server
+from taskboard.agents import tools
 
 
 def texts(result) -> list:
@@ -217,7 +218,7 @@ def test_a_server_whose_board_vanishes_keeps_answering(tmp_path):
 
 
 def test_without_the_sdk_tasks_mcp_exits_2_naming_the_install(tmp_path):
-    blocked = "import sys; sys.modules.update(mcp=None, mcp_types=None); from taskboard.app import main; sys.exit(main(['mcp']))"
+    blocked = "import sys; sys.modules.update(mcp=None, mcp_types=None); from taskboard.cli.app import main; sys.exit(main(['mcp']))"
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert done.stdout == b""

@@ -12,7 +12,7 @@ import json
 import pytest
 from gitboard import Clone, by_uid, git_env, judge, new_clone
 
-from taskboard.gitwire import HOOKS
+from taskboard.git.wiring import HOOKS
 
 VARIANTS = {
     "merge b into a": ("a", ["merge", "--no-edit", "b"]),

@@ -14,7 +14,7 @@ import pytest
 from gitboard import Clone, by_uid, git_env, judge, new_clone
 from invariants import record
 
-from taskboard.gitwire import HOOKS, driver_command
+from taskboard.git.wiring import HOOKS, driver_command
 
 
 @pytest.fixture(autouse=True)

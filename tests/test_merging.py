@@ -1,4 +1,4 @@
-"""The pure merge rules (taskboard/merging.py): one record, one file as git's driver sees
+"""The pure merge rules (taskboard/core/merging.py): one record, one file as git's driver sees
 it, and whole boards grown on two branches by an independent simulator (boardsim.py),
 judged by the independent checker (invariants.py) and by what each branch did."""
 
@@ -12,7 +12,15 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from invariants import graph_problems, record
 
-from taskboard.merging import PENDING_KEY, Unmergeable, merge_boards, merge_file, merge_record, repair, settle_pending
+from taskboard.core.merging import (
+    PENDING_KEY,
+    Unmergeable,
+    merge_boards,
+    merge_file,
+    merge_record,
+    repair,
+    settle_pending,
+)
 
 STAMPS = ["2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"]
 VALUES = st.sampled_from(["a", "b", "c"])

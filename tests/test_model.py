@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from taskboard.model import _plainly_sound, decode, encode, new_record, problems_of
+from taskboard.core.model import _plainly_sound, decode, encode, new_record, problems_of
 
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=3),

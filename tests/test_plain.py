@@ -1,4 +1,4 @@
-"""`tasks get ID` piped prints taskboard.plain's text, without rich (render.task_view
+"""`tasks get ID` piped prints taskboard.views.plain's text, without rich (render.task_view
 in plain mode draws the same text): it fits the width and says everything, for every
 kind of task."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskboard import plain, render
+from taskboard.views import plain, render
 
 NOW = 1_800_000_000.0
 STAMP = "2026-11-29T18:03:11Z"

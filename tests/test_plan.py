@@ -135,9 +135,9 @@ def test_a_priority_written_by_hand_that_is_none_counts_as_unset(run, board_dir)
 def test_the_board_ready_column_is_in_ready_order(run):
     run("create", "later", "--priority", "3")
     run("create", "sooner", "--priority", "0")
-    from taskboard.board import Board
-    from taskboard.store import Store
-    from taskboard.views import columns
+    from taskboard.disk.store import Store
+    from taskboard.ops.board import Board
+    from taskboard.views.viewmodel import columns
 
     listing = Board(Store(run.board_dir)).listing()
     assert _ids(columns(listing.records, listing.lookup)["Ready"]) == [2, 1]
@@ -242,8 +242,8 @@ def test_done_and_release_outcomes_carry_the_note_and_the_failure():
     import tempfile
     from pathlib import Path
 
-    from taskboard.board import Board
-    from taskboard.store import Store
+    from taskboard.disk.store import Store
+    from taskboard.ops.board import Board
 
     with tempfile.TemporaryDirectory() as folder:
         board = Board(Store(Path(folder) / ".tasks"), caller="amy")
@@ -307,9 +307,9 @@ def test_overrides_are_events_with_both_names():
     import tempfile
     from pathlib import Path
 
-    from taskboard.board import Board
-    from taskboard.model import Patch
-    from taskboard.store import Store
+    from taskboard.core.model import Patch
+    from taskboard.disk.store import Store
+    from taskboard.ops.board import Board
 
     with tempfile.TemporaryDirectory() as folder:
         store = Store(Path(folder) / ".tasks")

@@ -301,8 +301,8 @@ def test_a_claimer_killed_between_the_ref_and_the_task_is_settled(fleet):
     script = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from taskboard import remote\n"
-        "from taskboard.store import Store\n"
+        "from taskboard.git import claimrefs as remote\n"
+        "from taskboard.disk.store import Store\n"
         "store = Store(Path('.tasks'))\n"
         "config = remote.config_of(store)\n"
         "uid = store.read(3 if sys.argv[1] == 'three' else 4)['uid']\n"
@@ -422,8 +422,8 @@ def test_a_lease_that_ran_out_on_another_machine_is_taken_over(fleet):
     script = (
         "import json, subprocess\n"
         "from pathlib import Path\n"
-        "from taskboard import remote\n"
-        "from taskboard.store import Store\n"
+        "from taskboard.git import claimrefs as remote\n"
+        "from taskboard.disk.store import Store\n"
         "store = Store(Path('.tasks'))\n"
         "config = remote.config_of(store)\n"
         "git = remote.Git(store)\n"
@@ -445,8 +445,8 @@ def test_a_lease_that_ran_out_on_another_machine_is_taken_over(fleet):
 LAPSE = (  # the claim ref as it would be once its lease has run out (the holder's machine went away)
     "import json, sys\n"
     "from pathlib import Path\n"
-    "from taskboard import remote\n"
-    "from taskboard.store import Store\n"
+    "from taskboard.git import claimrefs as remote\n"
+    "from taskboard.disk.store import Store\n"
     "store = Store(Path('.tasks'))\n"
     "config = remote.config_of(store)\n"
     "git = remote.Git(store)\n"

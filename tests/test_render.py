@@ -20,10 +20,11 @@ from conftest import Run, tasks_process
 from rich.cells import cell_len
 from rich.console import Console
 
-from taskboard import graph, render
-from taskboard.board import Board
-from taskboard.model import MARKERS, Patch, encode, file_name, new_record
-from taskboard.store import Store
+from taskboard.core import graph
+from taskboard.core.model import MARKERS, Patch, encode, file_name, new_record
+from taskboard.disk.store import Store
+from taskboard.ops.board import Board
+from taskboard.views import render
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
 WIDTHS = (40, 80, 160)
@@ -405,7 +406,7 @@ def test_json_paths_never_import_rich(tmp_path):
     root = tmp_path / "board"
     shutil.copytree(EXAMPLE, root)
     code = (
-        "import sys; from taskboard.app import main\n"
+        "import sys; from taskboard.cli.app import main\n"
         f"for argv in (['list'], ['board'], ['graph'], ['get', '7']):\n"
         f"    assert main(['--dir', {str(root)!r}, *argv, '--json']) == 0\n"
         "assert not any(name == 'rich' or name.startswith('rich.') for name in sys.modules)\n"
@@ -554,7 +555,7 @@ def test_dot_and_mermaid_edges_are_the_graph_edges(board_name, request):
     listing = board.listing()
     records = [r for r in listing.records if r["status"] != "deleted"]
     edges = graph.edges(records)
-    from taskboard import views
+    from taskboard.views import viewmodel as views
 
     dot_nodes, dot_edges = parse_dot(views.to_dot(records, edges, listing.lookup))
     mermaid_nodes, mermaid_edges = parse_mermaid(views.to_mermaid(records, edges, listing.lookup))
@@ -574,7 +575,7 @@ def test_dot_and_mermaid_escape_user_text(tmp_path):
     board.create(nasty)
     board.create("after", blocked_by=[1])
     listing = board.listing()
-    from taskboard import views
+    from taskboard.views import viewmodel as views
 
     dot_nodes, _ = parse_dot(views.to_dot(listing.records, graph.edges(listing.records), listing.lookup))
     assert " ".join(dot_nodes[1].split()) == "#1 " + nasty
@@ -609,7 +610,7 @@ def test_empty_board_renders_every_view(tmp_path, width):
     board_text = draw(render.board_view(listing), width)
     assert summary in flat(board_text) and "Blocked (0)" in board_text and "Done (0)" in board_text
     assert "0 tasks · 0 edges" in draw(render.graph_view([], [], listing.lookup), width)
-    from taskboard import views
+    from taskboard.views import viewmodel as views
 
     assert parse_dot(views.to_dot([], [], listing.lookup)) == ({}, [])
     assert views.to_mermaid([], [], listing.lookup) == "flowchart LR\n"
@@ -869,7 +870,7 @@ def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width
 
 
 def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):
-    from taskboard import views
+    from taskboard.views import viewmodel as views
 
     listing = big.listing()
     live = [r for r in listing.records if r["status"] != "deleted"]

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from invariants import assert_sound, record, snapshot, write_board
 
-from taskboard import claims
-from taskboard.state import STATE_FOLDER, State, locate, parse_duration
-from taskboard.store import Store
+from taskboard.disk.state import STATE_FOLDER, State, locate, parse_duration
+from taskboard.disk.store import Store
+from taskboard.ops import claims
 
 # -- helpers ------------------------------------------------------------------------------------
 
@@ -246,7 +246,7 @@ def test_three_failures_make_a_task_stuck_until_retried(run, three):
 def test_a_failed_gate_records_an_attempt_without_changing_the_task(run, three):
     run("--as", "ann", "claim", "1")
     before = committed(three)
-    from taskboard.board import Board
+    from taskboard.ops.board import Board
 
     outcome = Board(Store(three), "ann").fail(1, "gate exit 1")
     assert [e.what for e in outcome.events] == ["failed"]
@@ -453,7 +453,7 @@ def test_check_drops_a_claim_the_task_file_no_longer_bears_out(clone, tmp_path):
 
 @pytest.mark.parametrize("kind", ["inotify", "poll"])
 def test_a_watcher_wakes_on_a_replaced_file_and_not_on_dot_names(tmp_path, kind):
-    from taskboard import watch
+    from taskboard.disk import watch
 
     folder = tmp_path / "board"
     folder.mkdir()

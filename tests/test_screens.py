@@ -34,10 +34,11 @@ from test_render import (
     write_board,
 )
 
-from taskboard import graph, render
-from taskboard.board import Board
-from taskboard.model import new_record
-from taskboard.store import Store
+from taskboard.core import graph
+from taskboard.core.model import new_record
+from taskboard.disk.store import Store
+from taskboard.ops.board import Board
+from taskboard.views import render
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WIDTHS = (40, 80, 160)
@@ -459,7 +460,7 @@ def test_watch_highlights_what_changed_and_its_clock_ticks(tmp_path):
 
 
 def test_watch_says_what_changed_in_a_few_words(tmp_path):
-    from taskboard.model import Patch
+    from taskboard.core.model import Patch
 
     board = write_board(tmp_path / ".tasks", plan_records("plan"))
     watcher = render.Watcher(board, clock=lambda: NOW)

@@ -13,8 +13,8 @@ import sys
 import pytest
 from invariants import assert_sound, snapshot
 
-from taskboard import tools
-from taskboard.errors import NotFound, Refused, TaskError, UsageError
+from taskboard.agents import tools
+from taskboard.core.errors import NotFound, Refused, TaskError, UsageError
 
 VOLATILE = re.compile(rb'"uid": "[0-9a-f]{12}"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ')
 CLAUDE_CODE_ARGS = {"taskId", "subject", "description", "status", "owner", "addBlockedBy", "addBlocks", "metadata"}
@@ -566,7 +566,7 @@ def test_call_on_a_damaged_board_shows_the_rest_and_exits_6(board_dir):
 LOADED = r"""
 import io, json, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[2].encode()))
-from taskboard.app import main
+from taskboard.cli.app import main
 code = main(sys.argv[3:])
 with open(sys.argv[1], "w") as out:
     json.dump({"exit": code, "modules": sorted(sys.modules)}, out)
@@ -608,8 +608,8 @@ def test_call_answers_alike_without_click_and_through_it(tmp_path, payload):
     here with --timeout, goes through click: both answer alike."""
     import shutil
 
-    from taskboard.app import fast_command
-    from taskboard.invocation import Invocation
+    from taskboard.cli.app import fast_command
+    from taskboard.cli.invocation import Invocation
 
     assert fast_command(["--dir", "x", "call"], Invocation()) is not None
     assert fast_command(["--timeout", "5", "call"], Invocation()) is None

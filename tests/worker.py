@@ -1,6 +1,6 @@
 """A real process for the concurrency and crash tests.
 
-It runs `tasks` commands through `taskboard.app.main`, the entry point of the
+It runs `tasks` commands through `taskboard.cli.app.main`, the entry point of the
 installed command, so a storm of hundreds of commands from 8 processes does not
 pay interpreter start-up for each; every call still builds its own store and
 takes the board lock like a separate command would.
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from taskboard.app import main
+from taskboard.cli.app import main
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,9 +74,6 @@ def serve() -> None:
 
     # what a change imports on first use: a child spends its time in changes, not imports,
     # so a kill at a random instant lands inside one as often as the changes fill the time
-    import taskboard.cli
-    import taskboard.gates
-    import taskboard.journal  # noqa: F401
 
     for line in sys.stdin:
         request = json.loads(line)

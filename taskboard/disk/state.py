@@ -28,7 +28,7 @@ import stat
 import time
 from contextlib import contextmanager, suppress
 
-from .errors import Busy, Corrupt
+from ..core.errors import Busy, Corrupt
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

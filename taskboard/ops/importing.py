@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from . import graph
-from .errors import Refused, UsageError
-from .model import (
+from ..core import graph
+from ..core.errors import Refused, UsageError
+from ..core.model import (
     FIELD,
     MAX_ID,
     check_description,
@@ -26,7 +26,7 @@ from .model import (
     parse_json_value,
     refuse_past_ceiling,
 )
-from .outcome import Event, Outcome
+from ..core.outcome import Event, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

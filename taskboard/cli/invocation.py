@@ -9,17 +9,17 @@ import math
 import os
 import sys
 
-from .errors import TaskError, UsageError
-from .messages import outcome_events
-from .text import json_text, shown_lines
+from ..core.errors import TaskError, UsageError
+from ..views.messages import outcome_events
+from ..views.text import json_text, shown_lines
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .board import Board
-    from .outcome import Note, Outcome
+    from ..core.outcome import Note, Outcome
+    from ..ops.board import Board
 
 
 class Invocation:
@@ -38,8 +38,8 @@ class Invocation:
     def board(self) -> Board:
         """The board, found and opened on first use (a usage error comes first)."""
         if self._board is None:
-            from .board import Board
-            from .store import DEFAULT_TIMEOUT, Store, board_path
+            from ..disk.store import DEFAULT_TIMEOUT, Store, board_path
+            from ..ops.board import Board
 
             timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
@@ -70,7 +70,7 @@ class Invocation:
             self.event(key, value, human)
 
     def notes(self, notes: list[Note]) -> None:
-        from .outcome import Outcome
+        from ..core.outcome import Outcome
 
         outcome = Outcome()
         outcome.notes = notes
@@ -129,7 +129,7 @@ def write(stream: Any, text: str) -> None:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        from .errors import Corrupt
+        from ..core.errors import Corrupt
 
         which = "standard error" if stream is sys.stderr else "standard output"
         reason = (exc.strerror or str(exc)).lower()

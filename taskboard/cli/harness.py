@@ -13,10 +13,10 @@ import re
 import sys
 from pathlib import Path
 
-from . import tools
-from .errors import Corrupt, Refused, TaskError, UsageError
+from ..agents import tools
+from ..core.errors import Corrupt, Refused, TaskError, UsageError
+from ..disk.store import DEFAULT_TIMEOUT
 from .invocation import Invocation, env_timeout, fail, write
-from .store import DEFAULT_TIMEOUT
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

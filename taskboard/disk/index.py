@@ -41,14 +41,14 @@ from array import array
 from bisect import bisect_left
 from contextlib import suppress
 
-from .errors import Corrupt, NotFound
-from .model import OPEN, ids_from_file_names
+from ..core.errors import Corrupt, NotFound
+from ..core.model import OPEN, ids_from_file_names
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from .model import Record
+    from ..core.model import Record
     from .store import Store
 
 CACHE_NAME = ".cache"  # in the board folder; taskboard.store leaves it out of git

@@ -14,15 +14,15 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import TaskError
+from ..core.errors import TaskError
+from ..views.messages import error_text, internal_text, os_error_text
 from .invocation import Invocation, fail
-from .messages import error_text, internal_text, os_error_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .board import Board
+    from ..ops.board import Board
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,10 +56,10 @@ def _git_entry(args: list[str]) -> Callable[[], int] | None:
     if args[:1] not in (["merge-driver"], ["git-hook"]):
         return None
     if args[0] == "merge-driver":
-        from . import driver
+        from ..git import driver
 
         return lambda: driver.main(args[1:])
-    from . import gitwire
+    from ..git import wiring as gitwire
 
     return lambda: gitwire.run_hook(args[1:])
 
@@ -67,18 +67,18 @@ def _git_entry(args: list[str]) -> Callable[[], int] | None:
 def _finish_merge(inv: Invocation, board: Board) -> None:
     """The next command after a merge the hooks did not finish (no hooks, a series of
     cherry-picks) finishes it first: a stat or two when there is none."""
-    from .driver import merge_pending
+    from ..git.driver import merge_pending
 
     if not merge_pending(board.store.path):
         return
-    from .gitwire import describe, settle
+    from ..git.wiring import describe, settle
 
     for line in describe(settle(board.store), board.store.root.name):
         inv.warn(line)
 
 
 def _run_click(args: list[str], inv: Invocation) -> int:
-    from .cli import run
+    from .parser import run
 
     return run(args, inv)
 
@@ -90,9 +90,9 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
     `call`, with `--dir P` anywhere. Anything else, even a spelling of these that click
     would accept, returns None and goes through click, which stays the one definition of
     the command line."""
+    from ..core.errors import UsageError
+    from ..core.model import parse_id
     from . import commands
-    from .errors import UsageError
-    from .model import parse_id
 
     parsed = _fast_parse(args, inv)
     if parsed is None or (parsed["command"] in ("create", "claim") and not inv.json):
@@ -121,8 +121,8 @@ _OPERANDS = {"get": (1,), "create": (1,), "claim": (0, 1)}  # how many each comm
 def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
     """The parts of a command line the fast path takes (command, operands, statuses,
     limit, owner), else None."""
-    from .errors import UsageError
-    from .model import STATUSES, parse_limit
+    from ..core.errors import UsageError
+    from ..core.model import STATUSES, parse_limit
 
     rest, command, operands = list(args), None, []
     found: dict = {"statuses": [], "limit": None, "owner": None}

@@ -17,7 +17,7 @@ import re
 import stat
 import sys
 
-from .model import id_from_file_name
+from ..core.model import id_from_file_name
 
 MAX_MARKER = 1 << 20  # the marker names boards and failed files: far below this
 MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 4:
         sys.stderr.write("usage: tasks merge-driver BASE OURS THEIRS PATH (git runs it: see tasks init)\n")
         return 2
-    from . import merging
+    from ..core import merging
 
     base_path, ours_path, theirs_path, path = argv
     git_dir = find_git_dir(os.getcwd())  # git runs a driver at the top of the work tree
@@ -219,7 +219,7 @@ def answer_ahead(git_dir: str, board: str) -> None:
     since an answer is used only for exactly the bytes it was computed from."""
     import subprocess
 
-    from . import merging
+    from ..core import merging
 
     def git(*args: str, data: bytes | None = None) -> bytes:
         return subprocess.run(["git", *args], input=data, capture_output=True, check=True).stdout

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import sys
 
-from .errors import UsageError
+from ..core.errors import UsageError
+from ..views.messages import damage_error, error_text, mermaid_hint, problem_document
+from ..views.text import json_safe, shown, shown_record, shown_value
 from .invocation import Invocation, write
-from .messages import damage_error, error_text, mermaid_hint, problem_document
-from .text import json_safe, shown, shown_record, shown_value
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from .board import Listing
-    from .model import Patch
-    from .outcome import Outcome
+    from ..core.model import Patch
+    from ..core.outcome import Outcome
+    from ..ops.board import Listing
 
 
 def show_record(inv: Invocation, outcome: Outcome) -> int:
@@ -29,7 +29,7 @@ def show_record(inv: Invocation, outcome: Outcome) -> int:
     if inv.json:
         inv.data(outcome.record)
     else:
-        from .views import task_line
+        from ..views.viewmodel import task_line
 
         write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
     inv.report(outcome)
@@ -85,7 +85,7 @@ def damage(inv: Invocation, listing: Listing) -> None:
 
 
 def init(inv: Invocation, remote: str | None = None) -> int:
-    from .gitwire import GitError, find_repo, wire
+    from ..git.wiring import GitError, find_repo, wire
 
     if remote is not None and find_repo(inv.board.store.root) is None:
         raise UsageError("claims through a remote need the board inside a git work tree", "no-git")
@@ -98,7 +98,7 @@ def init(inv: Invocation, remote: str | None = None) -> int:
         inv.warn(f"could not wire git for merging the board: {exc}")
     document: dict[str, Any] = {"board": root, "created": created, "git": wired}
     if remote is not None:
-        from . import remote as remotes
+        from ..git import claimrefs as remotes
 
         document["remote"] = {"name": remote, "done": remotes.configure(inv.board.store, remote)}
     if inv.json:
@@ -130,10 +130,10 @@ def create(
 def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     """What the runtime state adds to these tasks for a person (leases, failed attempts,
     claims in other worktrees); nothing when it cannot be read: it never fails a view."""
-    from .claims import facts
-    from .errors import TaskError
-    from .gates import is_gate_failure
-    from .remote import remote_facts
+    from ..core.errors import TaskError
+    from ..git.claimrefs import remote_facts
+    from ..ops.claims import facts
+    from ..ops.gates import is_gate_failure
 
     try:
         found = facts(inv.board.store, records)
@@ -155,7 +155,7 @@ def get(inv: Invocation, task_id: int) -> int:
     else:
         outcome = inv.board.get(task_id, neighbours=True)
         assert outcome.record is not None
-        from .views import gate_fact
+        from ..views.viewmodel import gate_fact
 
         # the task's recent events: the last few are shown, the last gate run is found among them
         history = inv.board.log(task_id, 50)
@@ -168,11 +168,11 @@ def get(inv: Invocation, task_id: int) -> int:
         record = shown_record(outcome.record)  # every text made safe to show (taskboard.text)
         neighbours = {key: None if other is None else shown_record(other) for key, other in outcome.neighbours.items()}
         if inv.plain():  # as light as --json: the plain view needs no rich
-            from .plain import task_text
+            from ..views.plain import task_text
 
             inv.show(task_text(record, neighbours, facts, width=inv.width()))
         else:
-            from . import render
+            from ..views import render
 
             render.show_task(record, neighbours, plain=False, facts=facts)
         inv.report(history)
@@ -209,7 +209,7 @@ def reopen(inv: Invocation, task_id: int, cascade: bool = False, note: str = "")
     outcome = inv.board.reopen(task_id, cascade, note)
     reopened = [event.task for event in outcome.events if event.what == "reopened" and event.task != task_id]
     if reopened:
-        from .model import ids_text
+        from ..core.model import ids_text
 
         inv.event("reopened", reopened, f"also reopened {ids_text(reopened)}")
     return show_record(inv, outcome)
@@ -250,7 +250,7 @@ def env_lease() -> float | None:
     raw = os.environ.get("TASKS_LEASE", "")
     if not raw:
         return None
-    from .state import parse_duration
+    from ..disk.state import parse_duration
 
     try:
         return parse_duration(raw)
@@ -262,7 +262,7 @@ def env_lease() -> float | None:
 
 def import_plan(inv: Invocation, data: bytes) -> int:
     """`tasks import`: the plan's tasks created as one change; `{"created": {key: id}}`."""
-    from .importing import created_keys, import_plan, parse_plan
+    from ..ops.importing import created_keys, import_plan, parse_plan
 
     tasks = parse_plan(data)  # a usage error comes before the board is found or locked
     outcome = import_plan(inv.board, tasks)
@@ -270,7 +270,7 @@ def import_plan(inv: Invocation, data: bytes) -> int:
     if inv.json:
         inv.data({"created": created})
     else:
-        from .views import task_line
+        from ..views.viewmodel import task_line
 
         by_id = {record["id"]: shown_record(record) for record in outcome.written}
         write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
@@ -294,7 +294,7 @@ LOOP = (
 
 def prime(inv: Invocation, limit: int | None = None) -> int:
     """`tasks prime`: a short briefing for an agent starting or resuming a session."""
-    from .briefing import DEFAULT_READY, brief
+    from ..ops.briefing import DEFAULT_READY, brief
 
     briefing = brief(inv.board, limit or DEFAULT_READY)
     if inv.json:
@@ -307,8 +307,8 @@ def prime(inv: Invocation, limit: int | None = None) -> int:
 
 def briefing_text(briefing: Any) -> str:
     """The briefing in a few plain lines (no rich: an agent reads it, maybe from a hook)."""
-    from .claims import describe
-    from .views import summary_of, task_line
+    from ..ops.claims import describe
+    from ..views.viewmodel import summary_of, task_line
 
     def line(record: dict, extra: str = "") -> str:
         facts = [shown(fact) for fact in describe(briefing.facts.get(record["id"], {}))]
@@ -337,7 +337,7 @@ def briefing_text(briefing: Any) -> str:
 
 
 def _priorities(records: list) -> list:
-    from .model import priority_of
+    from ..core.model import priority_of
 
     return [(record, priority_of(record)) for record in records]
 
@@ -356,7 +356,7 @@ def list_tasks(
     then on stderr), then the damage, if any. `filters`: labels, priority, grep
     (taskboard.board.Board.select_ids). Open work is read without the history under
     --json and in plain text; the rich views show the whole board, so they read all of it."""
-    from .board import check_filters, open_only, page
+    from ..ops.board import check_filters, open_only, page
 
     query = check_filters(ready, blocked, statuses, limit=limit, **filters)  # usage errors before the board
     person = not inv.json and not inv.plain()
@@ -366,8 +366,8 @@ def list_tasks(
     if inv.json:
         write(sys.stdout, json_safe(listing.json_array(chosen)) + "\n")  # what inv.data(records) would print
     elif not person:
+        from ..views.viewmodel import between_phrases, held_back, summary_of, task_line
         from .invocation import terminal_width
-        from .views import between_phrases, held_back, summary_of, task_line
 
         records = [listing.record(task_id) for task_id in chosen]
         write(sys.stdout, "".join(task_line(shown_record(record)) + "\n" for record in records))
@@ -376,7 +376,7 @@ def list_tasks(
         summary = summary_of(listing.tally(held_back(facts)), len(records), with_deleted, listing.troubles(facts))
         write(sys.stderr, between_phrases(summary, terminal_width(sys.stderr)) + "\n")
     else:
-        from . import render
+        from ..views import render
 
         people = for_people(listing)
         records = [people.record(task_id) for task_id in chosen]
@@ -410,17 +410,17 @@ def board(
         return inv.board.select(listing, owner=owner, labels=labels) if filtered else None
 
     if inv.json:
-        from .views import status_columns
+        from ..views.viewmodel import status_columns
 
         listing = inv.board.listing()
         chosen = select(listing)
         inv.data(status_columns(listing.records if chosen is None else chosen))
         damage(inv, listing)
         return 0
-    from . import render
+    from ..views import render
 
     if watch:
-        from .claims import state_of
+        from ..ops.claims import state_of
 
         render.watch_board(
             _PeopleBoard(inv.board),
@@ -448,8 +448,8 @@ def graph(
     svg: str | None = None,
 ) -> int:
     """The dependency graph, or one task's neighbourhood in it, as text, DOT or Mermaid."""
-    from . import graph as graphs
-    from . import views
+    from ..core import graph as graphs
+    from ..views import viewmodel as views
 
     if svg and not inv.json:
         check_svg_target(svg, inv.board.store.root)
@@ -469,7 +469,7 @@ def graph(
         text = (views.to_dot if fmt == "dot" else views.to_mermaid)(records, edges, listing.lookup)
         write(sys.stdout, text)
     else:
-        from . import render
+        from ..views import render
 
         facts = runtime_facts(inv, records)
         text = render.show_graph(
@@ -489,7 +489,7 @@ def check_svg_target(path: str, board_root: Any) -> None:
     is a usage error (2); one the system will not let us write is named (6)."""
     import os
 
-    from .errors import Corrupt
+    from ..core.errors import Corrupt
 
     target = os.path.abspath(path)
     folder = os.path.dirname(target)
@@ -515,8 +515,8 @@ def check_svg_target(path: str, board_root: Any) -> None:
 
 def check(inv: Invocation, fix: bool = False) -> int:
     """Validate every file and invariant; 0 when sound (after fixing), else 6."""
-    from .gitwire import check_problems, finish_for_check
-    from .remote import check_problems as claim_ref_problems
+    from ..git.claimrefs import check_problems as claim_ref_problems
+    from ..git.wiring import check_problems, finish_for_check
 
     found = finish_for_check(inv.board.store) if fix else []  # a merge finished first
     found += inv.board.check(fix=fix)
@@ -527,7 +527,7 @@ def check(inv: Invocation, fix: bool = False) -> int:
     if inv.json:
         inv.data({"ok": ok, "problems": problems})
     else:
-        from . import render
+        from ..views import render
 
         people = [{**problem, "message": shown(problem["message"])} for problem in problems]
         render.show_check(people, ok, plain=inv.plain())
@@ -547,7 +547,7 @@ def note(inv: Invocation, task_id: int, text: str) -> int:
 
 def log(inv: Invocation, task_id: int | None = None, limit: int | None = None) -> int:
     """The journal, oldest first: an array of entries under --json, else one line each."""
-    from .messages import entry_text
+    from ..views.messages import entry_text
 
     outcome = inv.board.log(task_id, limit)
     if inv.json:

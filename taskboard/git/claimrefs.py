@@ -36,18 +36,18 @@ import json
 import os
 import time
 
-from .errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
-from .outcome import Note, Outcome
+from ..core.errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
+from ..core.outcome import Note, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     import subprocess
     from typing import Any
 
-    from .board import Board
-    from .check import Problem
-    from .model import Record
-    from .store import Store
+    from ..core.model import Record
+    from ..disk.store import Store
+    from ..ops.board import Board
+    from ..ops.check import Problem
 
 CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
 MIRROR = ".remote-claims.json"  # in the runtime state folder: what the tracking refs say, by uid
@@ -77,7 +77,7 @@ class Config:
 
 def config_of(store: Store) -> Config | None:
     """The remote claims go through, or None (one small read; no git)."""
-    from .claims import state_of
+    from ..ops.claims import state_of
 
     state = state_of(store)
     if not state.shared:
@@ -426,7 +426,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
     Without an id: the first task in ready order whose ref this owner can win. A remote
     that cannot be reached refuses it (busy, with `claiming` set: a claim may be made on
     this clone alone instead, which the edges word as their own flag)."""
-    from . import claims
+    from ..ops import claims
 
     config = config_of(board.store)
     if config is None:
@@ -440,7 +440,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
 
 
 def _claim(board: Board, config: Config, task_id: int | None, owner: str, lease: float | None) -> Outcome:
-    from . import claims
+    from ..ops import claims
 
     claims._check_claimer(owner)
     git = Git(board.store)
@@ -490,7 +490,7 @@ def _write_claim(
     won: tuple[str, str | None],
 ) -> Outcome:
     """The task file follows the claim ref just won; the ref goes back when it cannot."""
-    from . import claims
+    from ..ops import claims
 
     new, previous = won
     offline, board.offline = board.offline, True  # the ref says so already: no guard moves it again
@@ -554,9 +554,9 @@ def _lapsed(record: Record, owner: str, config: Config, mirror: dict | None = No
 
 def _take_over(board: Board, record: Record, owner: str, lease: float | None, lapsed: dict, config: Config) -> Outcome:
     """The task file follows a claim ref won over a holder whose lease ran out elsewhere."""
-    from . import claims
-    from .model import Patch
-    from .state import iso
+    from ..core.model import Patch
+    from ..disk.state import iso
+    from ..ops import claims
 
     outcome = board.update(record["id"], Patch(status="in_progress", owner=owner), force=True)
     if lease:
@@ -576,7 +576,8 @@ def _candidate(
     """The task to try, and the lapsed claim it takes over (if any): task_id (refused as a
     local claim would be, unless its holder's lease ran out on the remote), or the first
     task in ready order not passed over that the local rules offer to owner."""
-    from . import claims, graph
+    from ..core import graph
+    from ..ops import claims
 
     store = board.store
     if not store.root.is_dir():
@@ -625,7 +626,7 @@ def _offered(
     """Whether `claim` without an id may try this task for owner, and the claim it takes
     over: as a local claim would (taskboard.claims), or held here by someone whose claim
     ended on another machine (lease run out, or given back there)."""
-    from . import claims
+    from ..ops import claims
 
     doc = mirror.get(record.get("uid", ""))
     if isinstance(doc, dict) and doc.get("owner") != owner and (doc.get("state") == "done" or _live(doc, runtime.now)):
@@ -754,7 +755,7 @@ def guard(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], A
 def renew(board: Board, task_id: int, lease: float | None) -> list[Note]:
     """Before `renew` renews a lease here: the claim ref says so too, moved only from the
     caller's own claim. A claim taken over elsewhere is refused (4) naming the holder."""
-    from . import claims
+    from ..ops import claims
 
     config = config_of(board.store)
     if config is None or not board.caller:
@@ -797,7 +798,7 @@ def _behind(record: Record, config: Config, why: str) -> Note:
 
 def _lease_of(board: Board, record: Record) -> tuple[float | None, float | None]:
     """(lease seconds, when it was last renewed) of the record's claim here."""
-    from . import claims
+    from ..ops import claims
 
     entry = claims.Runtime(claims.state_of(board.store)).entry(record)
     claim = entry.claim
@@ -923,7 +924,7 @@ def _move_ref(git: Git, config: Config, record: Record, seen: Known, board: Boar
 def configure(store: Store, name: str) -> list[str]:
     """`tasks init --remote NAME`: claims go through NAME from now on. Checks that NAME is
     a remote of this clone that answers; adds the fetch refspec of claim refs."""
-    from .claims import state_of
+    from ..ops.claims import state_of
 
     if not name or name.startswith("-") or any(c.isspace() or c in "\\:*?[~^" for c in name):
         raise UsageError(f"{name!r} is not a remote name", "bad-remote")
@@ -967,7 +968,7 @@ def configure(store: Store, name: str) -> list[str]:
 def check_problems(board: Board, fix: bool = False) -> list[Problem]:
     """Claim refs that disagree with the board, as this clone last saw them; with `fix`,
     what has one answer is resolved (a ref pushed, or the task made to follow its ref)."""
-    from .check import Problem
+    from ..ops.check import Problem
 
     config = config_of(board.store)
     if config is None or not board.store.root.is_dir():
@@ -1002,7 +1003,7 @@ def check_problems(board: Board, fix: bool = False) -> list[Problem]:
 def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record | None, fix: bool) -> Problem | None:
     """What is wrong between one claim ref and its task here (None: they agree, or the task
     is not on this board yet); with `fix`, resolved when it has one answer."""
-    from .check import Problem
+    from ..ops.check import Problem
 
     where = f"{CLAIMS}{seen.uid} on {config.name}"
     if seen.garbage:
@@ -1020,8 +1021,8 @@ def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record |
 def _disagreement(
     board: Board, git: Git, config: Config, seen: Known, doc: dict, record: Record, fix: bool
 ) -> Problem | None:
-    from . import claims
-    from .check import Problem
+    from ..ops import claims
+    from ..ops.check import Problem
 
     where = f"{CLAIMS}{seen.uid} on {config.name}"
     ref_state, mine, status = doc["state"], doc["clone"] == config.clone, record["status"]
@@ -1061,7 +1062,7 @@ def _disagreement(
 
 
 def _fixed(record: Record, message: str, fixed: bool) -> Problem:
-    from .check import Problem
+    from ..ops.check import Problem
 
     return Problem(None, record["id"], "claim-ref", message, fixed=bool(fixed), fixable=True)
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from .outcome import Event
+    from ..core.outcome import Event
 
 JOURNAL_DIR = "journal"
 SUFFIX = ".jsonl"
@@ -108,7 +108,7 @@ def check_writable(root: str | Path, names: Iterable[str]) -> None:
     the wrong place. Raises Corrupt naming it."""
     import stat
 
-    from .errors import Corrupt
+    from ..core.errors import Corrupt
 
     for name in names:
         for path, kind, what in ((JOURNAL_DIR, stat.S_ISDIR, "a folder"), (name, stat.S_ISREG, "a regular file")):
@@ -261,7 +261,7 @@ def parse_line(line: bytes) -> dict[str, Any] | str:
 def _decode(line: bytes) -> tuple[Any, str]:
     """A line's JSON, as strict as a task file's (no NaN, no half a character, at most
     the nesting a value may have), or why not."""
-    from .model import MAX_META_DEPTH, LoneSurrogate, json_depth, parse_json
+    from ..core.model import MAX_META_DEPTH, LoneSurrogate, json_depth, parse_json
 
     too_deep = f"nested too deeply (a value may nest at most {MAX_META_DEPTH} levels)"
     try:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from .errors import Corrupt, TaskError
-from .model import CONFLICT_MARKERS, ids_text
+from ..core.errors import Corrupt, TaskError
+from ..core.model import CONFLICT_MARKERS, ids_text
 from .text import shown_lines
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .check import Problem
-    from .outcome import Note, Outcome
+    from ..core.outcome import Note, Outcome
+    from ..ops.check import Problem
 
 _FLAG_OF_KEY = {"blockedBy": "blocked-by", "blocks": "blocks"}
 
@@ -87,7 +87,7 @@ def os_error_text(exc: OSError) -> str:
         return permission_text(exc)
     if exc.filename is None:  # the board's files are named where they fail: this is the output
         return f"standard output: cannot be written ({(exc.strerror or str(exc)).lower()}); a change made is still made"
-    from .store import unusable
+    from ..disk.store import unusable
 
     return unusable(exc.filename, exc).message
 
@@ -173,7 +173,7 @@ def entry_words(entry: dict[str, Any]) -> list[str]:
     for key, value in details.items():
         shown = value
         if key == "lease" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            from .state import duration_text
+            from ..disk.state import duration_text
 
             shown = duration_text(value)  # as it was asked for: 15m, not 900.0
         words.append(f"{key}={shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)}")

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 import os
 
-from .errors import GateFailed, Refused, UsageError
-from .model import OPEN, check_gate
-from .outcome import Data, Event, Outcome
+from ..core.errors import GateFailed, Refused, UsageError
+from ..core.model import OPEN, check_gate
+from ..core.outcome import Data, Event, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from ..core.model import Record
     from .board import Board, Change
-    from .model import Record
 
 DEFAULT_TIMEOUT = 600.0
 OUTPUT_TAIL = 2000  # characters of a failed gate's output kept in the journal

@@ -11,8 +11,8 @@ import re
 import textwrap
 from collections.abc import Collection, Iterable, Mapping
 
-from . import graph
-from .model import MARKERS, OPEN, STATUSES, Record, labels_of, priority_of
+from ..core import graph
+from ..core.model import MARKERS, OPEN, STATUSES, Record, labels_of, priority_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ def epoch(value: Any) -> float | None:
 
 def span(seconds: float) -> str:
     """A length of time as every view words it: `45 s`, `4 min`, `2 h 5 min`, `3 days`."""
-    from .state import format_duration
+    from ..disk.state import format_duration
 
     return format_duration(seconds)
 

@@ -11,14 +11,14 @@ import re
 import time
 from collections.abc import Mapping
 
-from .model import MARKERS, Record
-from .views import STATE_LABELS, STUCK_AFTER, Notes, epoch, held_back, span, state, task_line, times
+from ..core.model import MARKERS, Record
+from .viewmodel import STATE_LABELS, STUCK_AFTER, Notes, epoch, held_back, span, state, task_line, times
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
-    from . import graph
+    from ..core import graph
 
 
 def task_text(

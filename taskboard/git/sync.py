@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import sys
 
-from . import gitwire, graph
-from .errors import Busy, Refused, UsageError
-from .invocation import Invocation, write
-from .remote import Git, config_of, err
+from ..cli.invocation import Invocation, write
+from ..core import graph
+from ..core.errors import Busy, Refused, UsageError
+from . import wiring as gitwire
+from .claimrefs import Git, config_of, err
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from .board import Board
-    from .model import Record
+    from ..core.model import Record
+    from ..ops.board import Board
 
 ATTEMPTS = 5  # pushes tried while the remote keeps moving
 MESSAGE = "tasks: sync the board"
@@ -120,7 +121,7 @@ def sync(board: Board, name: str | None = None) -> Synced:
         _undo(git, start, result)
         raise
     if config is not None and config.name == name:  # claim refs: fetched, and ours brought up to date
-        from .remote import check_problems
+        from .claimrefs import check_problems
 
         for problem in check_problems(board, fix=True):
             if not problem.fixed:

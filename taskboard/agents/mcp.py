@@ -22,9 +22,10 @@ import stat
 import sys
 from contextlib import contextmanager
 
-from . import __version__, tools
-from .errors import TaskError, UsageError
-from .messages import internal_text
+from .. import __version__
+from ..core.errors import TaskError, UsageError
+from ..views.messages import internal_text
+from . import tools
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

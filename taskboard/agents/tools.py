@@ -14,17 +14,17 @@ from __future__ import annotations
 import json
 import os
 
-from .errors import Corrupt, TaskError, UsageError
-from .messages import damage_error, error_document, error_text, outcome_events, permission_text
-from .model import PRIORITIES, REMOVE, STATES_TO_FILTER, STATUS_WORDS, STATUSES, Patch, parse_id
+from ..core.errors import Corrupt, TaskError, UsageError
+from ..core.model import PRIORITIES, REMOVE, STATES_TO_FILTER, STATUS_WORDS, STATUSES, Patch, parse_id
+from ..views.messages import damage_error, error_document, error_text, outcome_events, permission_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from .board import Board
-    from .outcome import Outcome
+    from ..core.outcome import Outcome
+    from ..ops.board import Board
 
 MAX_INPUT = 1 << 20  # bytes of one call's arguments as JSON: ample for the largest task, small for a context
 DEFAULT_LIMIT = 50  # tasks in one task_list answer unless the caller asks for more
@@ -142,7 +142,7 @@ def _get(board: Board, args: dict[str, Any]) -> Reply:
 
 
 def _list(board: Board, args: dict[str, Any]) -> Reply:
-    from .board import check_filters, open_only, page
+    from ..ops.board import check_filters, open_only, page
 
     statuses, owner, limit = args.get("status", []), args.get("owner"), args.get("limit", DEFAULT_LIMIT)
     filters = {"labels": args.get("labels", ()), "priority": args.get("priority"), "grep": args.get("grep")}
@@ -189,7 +189,7 @@ def _newest_within_budget(entries: list[dict]) -> tuple[list[dict], bool]:
 
 
 def _notes(notes: list) -> Outcome:
-    from .outcome import Outcome
+    from ..core.outcome import Outcome
 
     outcome = Outcome()
     outcome.notes = notes
@@ -265,7 +265,7 @@ def _env_lease() -> float | None:
 
 
 def _import(board: Board, args: dict[str, Any]) -> Reply:
-    from .importing import created_keys, import_plan, parse_plan
+    from ..ops.importing import created_keys, import_plan, parse_plan
 
     tasks = parse_plan(json.dumps({"tasks": args["tasks"]}, ensure_ascii=False).encode("utf-8"))
     outcome = import_plan(board, tasks)
@@ -450,8 +450,8 @@ def find_tool(name: Any) -> Tool:
 
 
 def open_board(board_dir: str | None, caller: str, timeout: float | None) -> Board:
-    from .board import Board
-    from .store import DEFAULT_TIMEOUT, Store, find_board
+    from ..disk.store import DEFAULT_TIMEOUT, Store, find_board
+    from ..ops.board import Board
 
     try:
         root = find_board(board_dir)
@@ -590,7 +590,7 @@ def _labels(name: str, value: Any) -> list[str]:
 
 
 def _lease(name: str, value: Any) -> float:
-    from .state import parse_duration
+    from ..disk.state import parse_duration
 
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)

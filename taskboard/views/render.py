@@ -45,17 +45,17 @@ from rich.terminal_theme import SVG_EXPORT_THEME
 from rich.text import Text
 from rich.tree import Tree
 
-from . import views
-from .errors import UsageError
-from .graph import edges as graph_edges
-from .graph import open_blockers
-from .invocation import terminal_width
-from .invocation import write as _write
-from .model import DEFAULT_PRIORITY, MARKERS, Record
-from .model import ids_text as _ids
+from ..cli.invocation import terminal_width
+from ..cli.invocation import write as _write
+from ..core.errors import UsageError
+from ..core.graph import edges as graph_edges
+from ..core.graph import open_blockers
+from ..core.model import DEFAULT_PRIORITY, MARKERS, Record
+from ..core.model import ids_text as _ids
+from . import viewmodel as views
 from .plain import EVENTS_SHOWN, trouble_words
 from .plain import task_text as plain_text_of_task
-from .views import STATE_LABELS, Notes, cyclic_ids, epoch, span, state, task_line, times
+from .viewmodel import STATE_LABELS, Notes, cyclic_ids, epoch, span, state, task_line, times
 
 # -- the colour language ----------------------------------------------------------------
 
@@ -1097,7 +1097,7 @@ class Watcher:
         self.news: list[str] = []
 
     def read(self) -> None:
-        from .errors import TaskError
+        from ..core.errors import TaskError
 
         try:
             listing = self.board.listing()

@@ -26,9 +26,8 @@ import stat
 import time
 from contextlib import contextmanager, suppress
 
-from .errors import Busy, Corrupt, NotFound, UsageError
-from .index import CACHE_NAME, recorded_last, remember_last  # the cache: derived from the task files
-from .model import (
+from ..core.errors import Busy, Corrupt, NotFound, UsageError
+from ..core.model import (
     MAX_FILE_BYTES,
     Record,
     decode,
@@ -38,7 +37,8 @@ from .model import (
     ids_text,
     max_id_of,
 )
-from .outcome import Note
+from ..core.outcome import Note
+from .index import CACHE_NAME, recorded_last, remember_last  # the cache: derived from the task files
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

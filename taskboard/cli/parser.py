@@ -13,10 +13,9 @@ import sys
 
 import click
 
-from . import __version__, commands
-from .errors import UsageError
-from .invocation import Invocation, check_timeout, fail, write
-from .model import (
+from .. import __version__
+from ..core.errors import UsageError
+from ..core.model import (
     MAX_DESCRIPTION,
     MAX_META_DEPTH,
     REMOVE,
@@ -29,6 +28,8 @@ from .model import (
     parse_priority,
     parse_status,
 )
+from . import commands
+from .invocation import Invocation, check_timeout, fail, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def _seconds(text: str) -> float:
 
 
 def _lease(text: str) -> float:
-    from .state import parse_duration
+    from ..disk.state import parse_duration
 
     try:
         return parse_duration(text)
@@ -114,7 +115,7 @@ def _lease(text: str) -> float:
 def _complete_ids(ctx: click.Context, incomplete: str) -> list:
     """The ids of the board's tasks (not deleted), each with its subject, for shell completion.
     The board is the one the command line names so far (--dir before or after the command)."""
-    from .errors import TaskError
+    from ..core.errors import TaskError
 
     inv = ctx.ensure_object(Invocation)
     board_dir = inv.board_dir if inv.board_dir is not None else ctx.find_root().params.get("board_dir")
@@ -134,7 +135,7 @@ TASK_ID = Parsed("ID", parse_id, _complete_ids)
 
 
 def _gate_seconds(text: str) -> float:
-    from .gates import check_timeout
+    from ..ops.gates import check_timeout
 
     try:
         value = float(text)
@@ -580,7 +581,7 @@ def prime(inv: Invocation, limit):
 def _plan_bytes(source: str) -> bytes:
     """The plan to import: a file's bytes, or stdin's for `-`; at most one byte more than
     the largest plan allowed (the core says it is too big)."""
-    from .importing import MAX_PLAN_BYTES
+    from ..ops.importing import MAX_PLAN_BYTES
 
     if source == "-":
         return sys.stdin.buffer.read(MAX_PLAN_BYTES + 1) if sys.stdin else b""
@@ -676,7 +677,7 @@ def sync(inv: Invocation, remote):
     \b
       tasks sync --json   # {"new": [...], "completed": [...], "unblocked": [...], ...}
     """
-    from . import syncing
+    from ..git import sync as syncing
 
     return syncing.run(inv, remote)
 
@@ -781,10 +782,10 @@ def mcp(inv: Invocation):
     The caller is --as NAME, else TASKS_OWNER. The board is each call's board
     argument, else --dir, else TASKS_DIR, else the nearest .tasks/.
     """
-    from . import mcp_server
+    from ..agents import mcp as mcp_server
+    from ..agents.tools import caller_from_env
+    from ..disk.store import DEFAULT_TIMEOUT
     from .invocation import env_timeout
-    from .store import DEFAULT_TIMEOUT
-    from .tools import caller_from_env
 
     timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
     return mcp_server.serve(inv.board_dir, caller_from_env(inv.caller_flag), timeout)

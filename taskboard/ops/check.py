@@ -7,8 +7,8 @@ import errno
 import json
 import re
 
-from . import graph
-from .model import (
+from ..core import graph
+from ..core.model import (
     EXTENSION_KEYS,
     MAX_ID,
     OPEN,
@@ -20,8 +20,8 @@ from .model import (
     text_problems,
     unparsable,
 )
-from .outcome import Data, Event
-from .store import Store, read_bytes
+from ..core.outcome import Data, Event
+from ..disk.store import Store, read_bytes
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -155,8 +155,8 @@ def _metadata_problems(name: str, task_id: int, record: dict) -> list[Problem]:
     holding what input would have refused (written by hand or by another tool): named with
     the rule they break and what the views make of them until they are set again. Reported,
     never guessed at."""
-    from .errors import UsageError
-    from .model import FIELD, META_FIELDS
+    from ..core.errors import UsageError
+    from ..core.model import FIELD, META_FIELDS
 
     metadata = record.get("metadata")
     found = []
@@ -272,7 +272,7 @@ def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems:
 def _journal_problems(store: Store) -> list[Problem]:
     """Damaged journal lines (hand edits, bad merges): named by file and line, never
     repaired (the journal is only appended to), skipped by `log`."""
-    from .journal import damage
+    from ..disk.journal import damage
 
     found = []
     for flaw in damage(store.root):
@@ -289,8 +289,8 @@ def _place_problems(store: Store) -> list[Problem]:
     import os
     import stat
 
-    from .journal import JOURNAL_DIR
-    from .state import LOCK_NAME, locate
+    from ..disk.journal import JOURNAL_DIR
+    from ..disk.state import LOCK_NAME, locate
 
     root = str(store.root)
     folder, shared = locate(root)
@@ -327,7 +327,7 @@ def _place_problems(store: Store) -> list[Problem]:
 def _parked(records: dict[int, dict]) -> list[Problem]:
     """Tasks a merge left beside another at one id (taskboard.merging); finishing the
     merge (taskboard.gitwire.settle) gives each a free id."""
-    from .merging import PENDING_KEY
+    from ..core.merging import PENDING_KEY
 
     problems = []
     for task_id, record in sorted(records.items()):

@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import re
 
-from . import graph
-from .errors import Corrupt, NotFound, Refused, UsageError
-from .index import snapshot
-from .model import (
+from ..core import graph
+from ..core.errors import Corrupt, NotFound, Refused, UsageError
+from ..core.model import (
     FIELD,
     META_FIELDS,
     OPEN,
@@ -40,16 +39,17 @@ from .model import (
     priority_of,
     refuse_past_ceiling,
 )
-from .outcome import Event, Note, Outcome
-from .store import Store
+from ..core.outcome import Event, Note, Outcome
+from ..disk.index import snapshot
+from ..disk.store import Store
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
     from typing import Any
 
+    from ..disk.index import Snapshot
     from .check import Problem
-    from .index import Snapshot
 
 
 class Listing:
@@ -90,7 +90,7 @@ class Listing:
         """How many tasks are in each state (as taskboard.views.counts gives over every
         record; `held`: the tasks `ready` leaves out, counted blocked), counted without
         reading the closed records."""
-        from .views import STATES, state
+        from ..views.viewmodel import STATES, state
 
         found = dict.fromkeys(STATES, 0)
         for record in self.shot.open.values():
@@ -107,7 +107,7 @@ class Listing:
         import time
         from collections import Counter
 
-        from .views import Notes, cyclic_ids
+        from ..views.viewmodel import Notes, cyclic_ids
 
         opened = self.open_records
         cyclic = cyclic_ids(graph.edges(opened))
@@ -191,7 +191,7 @@ class Change:
         events = list(events)
         appends = None
         if events:
-            from . import journal
+            from ..disk import journal
 
             actor = journal.actor_of(self.actor)
             self.journaled = journal.entries(events, actor, journal.stamp())
@@ -236,7 +236,7 @@ class Board:
     def _move_refs(self, change: Change, moved: list[Record]) -> Any:
         """Before a change that moves status or owner is written: the claim refs follow,
         each by an exact compare-and-swap (taskboard.remote); the undo, if any moved."""
-        from . import remote
+        from ..git import claimrefs as remote
 
         notes, undo = remote.guard(self, change, moved)
         self.ref_notes += notes
@@ -347,7 +347,7 @@ class Board:
         pending = [r for r in listing.open_records if r["status"] == "pending"]
         hidden = claims.not_offered(self.store, pending)
         if not self.offline:
-            from . import remote
+            from ..git import claimrefs as remote
 
             hidden |= remote.held_elsewhere(self.store, pending)
         return hidden
@@ -608,7 +608,7 @@ class Board:
     def log(self, task_id: int | None = None, limit: int | None = None) -> Outcome:
         """The journal, oldest first (only what concerns `task_id`; only the last `limit`).
         The outcome's `journaled` holds the entries, its notes the damaged lines skipped."""
-        from . import journal
+        from ..disk import journal
 
         with self.store.reading() as notes:
             if task_id is not None:
@@ -643,7 +643,7 @@ class Board:
         from . import claims
 
         if not self.offline:  # claims through a remote win its claim ref first (taskboard.remote)
-            from . import remote
+            from ..git import claimrefs as remote
 
             return remote.claim(self, task_id, owner, lease)
         return claims.claim(self, task_id, owner, lease)
@@ -657,7 +657,7 @@ class Board:
 
         poll = None
         if not self.offline:  # claims through a remote: what other machines did is fetched now and then
-            from . import remote
+            from ..git import claimrefs as remote
 
             if remote.config_of(self.store) is not None:
                 poll = (remote.POLL, lambda: remote.refresh(self.store))
@@ -668,7 +668,7 @@ class Board:
         from . import claims
 
         if not self.offline:  # the claim ref is renewed first: a claim taken over elsewhere is refused
-            from . import remote
+            from ..git import claimrefs as remote
 
             self.ref_notes += remote.renew(self, task_id, lease)
         return self._follow(claims.renew(self, task_id, lease))

@@ -26,19 +26,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import merging
+from ..core import merging
+from ..core.errors import Corrupt
+from ..core.model import decode, encode, file_name, id_from_file_name
 from .driver import CACHE, MARKER, read_small
 from .driver import read_marker as driver_read_marker
-from .errors import Corrupt
-from .model import decode, encode, file_name, id_from_file_name
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from .check import Problem
-    from .model import Record
-    from .store import Store
+    from ..core.model import Record
+    from ..disk.store import Store
+    from ..ops.check import Problem
 
 DRIVER = "tasks"  # merge=tasks in .gitattributes, [merge "tasks"] in the config
 DRIVER_NAME = "taskboard: merge task files by their meaning"
@@ -538,7 +538,7 @@ def _apply(store: Store, before: list[Record], after: dict[int, Record], result:
             result.written.append(task_id)
     result.removed = sorted(set(was) - set(after))
     store.write(files, _journal_moves(result.moved), remove=[file_name(task_id) for task_id in result.removed])
-    from . import graph
+    from ..core import graph
 
     moved = {uid for uid, _, _ in result.moved}
     touched = set(result.written) | {i for task_id in result.written for i in after[task_id]["blocks"]}
@@ -556,8 +556,8 @@ def _journal_moves(moved: list[tuple[str, int, int]]) -> dict[str, bytes] | None
     event per task, under its new id, with the id it had on its branch and its uid."""
     if not moved:
         return None
-    from . import journal
-    from .outcome import Event
+    from ..core.outcome import Event
+    from ..disk import journal
 
     actor = journal.actor_of(os.environ.get("TASKS_OWNER", ""))
     events = [Event(new, "renumbered", **{"from": old, "uid": uid, "by": "merge"}) for uid, old, new in moved]
@@ -573,7 +573,7 @@ def run_hook(argv: list[str]) -> int:
     repo = find_repo(Path.cwd())
     if repo is None:
         return 0
-    from .store import Store, find_board
+    from ..disk.store import Store, find_board
 
     try:
         boards = read_marker(repo).get("boards", []) if repo.marker.exists() else []
@@ -595,7 +595,7 @@ def run_hook(argv: list[str]) -> int:
 
 def finish_for_check(store: Store) -> list[Problem]:
     """`check --fix` first finishes what a merge left, so the check sees the finished board."""
-    from .check import Problem
+    from ..ops.check import Problem
 
     settled = settle(store)
     done = settled.how in ("exact", "parked")
@@ -608,7 +608,7 @@ def finish_for_check(store: Store) -> list[Problem]:
 def check_problems(store: Store, fix: bool) -> list[Problem]:
     """What `check` adds in a clone: a file the driver gave up on, a merge not finished,
     a clone not wired to merge the board."""
-    from .check import Problem
+    from ..ops.check import Problem
 
     problems: list[Problem] = []
     repo = find_repo(store.root)

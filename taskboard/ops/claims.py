@@ -18,19 +18,19 @@ import json
 import os
 import time
 
-from . import graph
-from .errors import NotFound, Refused, UsageError
-from .model import OPEN, check_owner, ids_text, new_uid
-from .outcome import Event, Note, Outcome
-from .state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
+from ..core import graph
+from ..core.errors import NotFound, Refused, UsageError
+from ..core.model import OPEN, check_owner, ids_text, new_uid
+from ..core.outcome import Event, Note, Outcome
+from ..disk.state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..core.model import Record
+    from ..disk.store import Store
     from .board import Board, Change
-    from .model import Record
-    from .store import Store
 
 WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (well inside the contract's 1 s)
 
@@ -254,8 +254,8 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
     (taskboard.index, checked against the files under this lock) names the candidates
     without reading history; the one taken is confirmed from its own file and its
     blockers' files. A damaged file in the way is skipped with a note."""
-    from .errors import Corrupt
-    from .index import snapshot
+    from ..core.errors import Corrupt
+    from ..disk.index import snapshot
 
     shot = snapshot(store)
     view = _Cached(shot)
@@ -568,7 +568,7 @@ def claim_wait(
     runtime state, and when a lease runs out; with `poll` (seconds, what to do), also
     every so often: claims through a remote fetch the claim refs (a task given back or
     completed on another machine changes no file here)."""
-    from .watch import watcher_for
+    from ..disk.watch import watcher_for
 
     _check_claimer(owner)
     deadline = None if seconds is None else time.monotonic() + seconds
