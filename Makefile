@@ -8,12 +8,12 @@ STAMP  := $(VENV)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/repo-taskboard
 
-.PHONY: install uninstall dev demo test bench pictures lint clean
+.PHONY: install uninstall dev demo test bench pictures reference docs lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,docs]'
 	$(BIN)/python -m compileall -q taskboard  # start-up is the latency: never compile per call
 	touch $(STAMP)
 
@@ -61,10 +61,16 @@ pictures: $(STAMP)  ## regenerate the SVGs the README shows
 	$(BIN)/tasks --dir .tasks.example board --svg docs/board.svg > /dev/null
 	$(BIN)/tasks --dir .tasks.example graph --svg docs/graph.svg > /dev/null
 
+reference: $(STAMP)  ## regenerate docs/reference/commands.md and tools.md from the code (tests fail when stale)
+	$(BIN)/python scripts/reference.py
+
 lint: $(STAMP)  ## formatter, linter and type checker, as CI runs them
-	$(BIN)/ruff format --check taskboard tests bench
-	$(BIN)/ruff check taskboard tests bench
+	$(BIN)/ruff format --check taskboard tests bench scripts
+	$(BIN)/ruff check taskboard tests bench scripts
 	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info site
+
+docs: $(STAMP)  ## the docs site in site/, with MkDocs + Material, --strict (CI builds it); open site/index.html
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet

@@ -278,9 +278,11 @@ def cli(ctx: click.Context, board_dir, timeout, caller, json_):
     \b
       tasks create "Write parser"            # → #1
       tasks create "Write tests" --blocked-by 1
-      tasks claim --owner alice              # take the next ready task
-      tasks update 1 --status completed      # unblocked #2
-      tasks board
+      tasks --as alice claim                 # take the next ready task
+      tasks --as alice done 1                # unblocked #2
+      tasks board                            # kanban: Blocked · Ready · In progress · Done
+
+    More: tasks COMMAND --help, and the README.
     """
     inv = ctx.ensure_object(Invocation)
     inv.board_dir, inv.timeout, inv.caller_flag = board_dir, timeout, caller
