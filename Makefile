@@ -64,10 +64,11 @@ pictures: $(STAMP)  ## regenerate the SVGs the README shows
 reference: $(STAMP)  ## regenerate docs/reference/commands.md and tools.md from the code (tests fail when stale)
 	$(BIN)/python scripts/reference.py
 
-lint: $(STAMP)  ## formatter, linter and type checker, as CI runs them
+lint: $(STAMP)  ## formatter, linter, type checker and the docs site (--strict: a broken link fails), as CI runs them
 	$(BIN)/ruff format --check taskboard tests bench scripts
 	$(BIN)/ruff check taskboard tests bench scripts
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info site
