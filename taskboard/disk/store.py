@@ -206,6 +206,40 @@ def unusable(path: str | Path, exc: OSError, doing: str = "") -> Corrupt:
     return Corrupt(f"{path}: cannot be used ({reason}){doing}", str(path), "unusable")
 
 
+class _WaitedTooLong(Exception):
+    pass
+
+
+def _wait_in_kernel(fd: int, mode: int, deadline: float) -> bool:
+    """A blocking flock cut off by SIGALRM at the deadline: True when the lock was
+    taken; False at the deadline, or when this thread cannot use the alarm (only the
+    main thread can), for the caller's poll to decide. An alarm that rings just after
+    the lock was taken is harmless: flock on the same open file takes it again."""
+    import signal  # only a writer that found the lock held pays for it
+
+    def give_up(_signum: int, _frame: object) -> None:
+        raise _WaitedTooLong
+
+    try:
+        previous = signal.signal(signal.SIGALRM, give_up)
+    except ValueError:  # not the main thread
+        return False
+    try:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        signal.setitimer(signal.ITIMER_REAL, remaining)
+        try:
+            fcntl.flock(fd, mode)  # the kernel hands the lock over the instant it is free
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        return True
+    except _WaitedTooLong:
+        return False
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _fsync_folder(folder: str) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -402,7 +436,19 @@ class Store:
             os.close(fd)  # closing drops the flock
 
     def _flock(self, fd: int, mode: int, deadline: float) -> None:
-        """flock with a deadline: the kernel's lock, polled, since it has no timeout."""
+        """flock with a deadline. The kernel's lock has no timeout: the main thread
+        waits in the kernel under an alarm, so it takes the lock the instant its holder
+        lets go (a poll's pause left the lock idle while writers queued); other
+        threads (a server's workers) poll."""
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        if not _wait_in_kernel(fd, mode, deadline):
+            self._poll_flock(fd, mode, deadline)
+
+    def _poll_flock(self, fd: int, mode: int, deadline: float) -> None:
         pause = 0.001
         while True:
             try:
