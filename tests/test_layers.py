@@ -37,7 +37,6 @@ ONLY_USER_OF = {
 # Arrows the move into wings found pointing up or closing a circle, each to be turned
 # round; the list only ever shrinks.
 TEMPORARY: set[tuple[str, str]] = {
-    ("ops.board", "git.claimrefs"),
     ("ops.board", "views.viewmodel"),
     ("ops.briefing", "views.viewmodel"),
     ("views.messages", "ops.check"),
@@ -80,56 +79,56 @@ def may_import(importer: str, imported: str) -> bool:
 
 
 def _path(module: str) -> Path:
-    path = PACKAGE.joinpath(*module.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    return PACKAGE.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def _module(dotted: str) -> str:
+    """The module a dotted name under the package names: a module (`core.model`), a
+    wing's `__init__` (`git` → `git.__init__`), or the module a name lives in
+    (`core.model.Patch` → `core.model`, `__version__` → `__init__`)."""
+    parts = [part for part in dotted.split(".") if part and part != "__init__"]
+    while parts:
+        folder = PACKAGE.joinpath(*parts)
+        if folder.with_suffix(".py").exists():
+            return ".".join(parts)
+        if (folder / "__init__.py").exists():
+            return ".".join([*parts, "__init__"])
+        parts.pop()
+    return "__init__"
 
 
 def _resolve(module: str, node: ast.ImportFrom) -> list[str]:
-    """The package modules a relative `from ... import ...` names, by dotted name."""
-    here = module.split(".")[: -node.level] if node.level <= module.count(".") + 1 else None
-    if here is None:
+    """The package modules a relative `from ... import ...` names."""
+    parts = module.split(".")  # a wing's __init__ counts as a module inside its wing
+    if node.level > len(parts):
         raise AssertionError(f"{module}: an import climbs out of the package")
-    base = [*here, *node.module.split(".")] if node.module else here
-    found = []
-    for alias in node.names:
-        whole = ".".join([*base, alias.name])
-        if _path_exists(whole):
-            found.append(whole)  # from ..git import driver
-        else:  # a name inside a module: from ..core.model import Patch, from .. import __version__
-            found.append(".".join(base) if base else "__init__")
-    return found
-
-
-def _path_exists(module: str) -> bool:
-    return bool(module) and _path(module).exists()
+    here = parts[: -node.level]
+    base = ".".join([*here, *(node.module or "").split(".")])
+    return [_module(f"{base}.{alias.name}") for alias in node.names]
 
 
 def imports_of(module: str) -> set[str]:
     """Every module an import statement of the module names (top level, inside a
-    function, under `if TYPE_CHECKING:`): package modules by their dotted name under
-    the package (`core.model`), others by their top name (`click`)."""
+    function, under `if TYPE_CHECKING:`): package modules as `taskboard.` and their name
+    in modules() (`taskboard.core.model`), others by their top name (`click`)."""
     tree = ast.parse(_path(module).read_text(encoding="utf-8"))
     found: set[str] = set()
     for node in ast.walk(tree):
+        names: list[str] = []
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                top, _, rest = alias.name.partition(".")
-                found.add(f"taskboard.{rest}" if top == "taskboard" else top)
+            names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            top, _, rest = (node.module or "").partition(".")
-            found.add(f"taskboard.{rest}" if top == "taskboard" else top)
+            names = [node.module or ""]
         elif isinstance(node, ast.ImportFrom):
             found.update(f"taskboard.{name}" for name in _resolve(module, node))
-    return {name.removesuffix(".__init__") if name != "taskboard.__init__" else name for name in found}
+        for name in names:
+            top, _, rest = name.partition(".")
+            found.add(f"taskboard.{_module(rest)}" if top == "taskboard" else top)
+    return found
 
 
 def package_imports(module: str) -> set[str]:
-    found = set()
-    for name in imports_of(module):
-        if name.startswith("taskboard."):
-            other = name.removeprefix("taskboard.")
-            found.add(other if _path_exists(other) or other == "__init__" else other.rpartition(".")[0])
-    return found - {module}
+    return {name.removeprefix("taskboard.") for name in imports_of(module) if name.startswith("taskboard.")} - {module}
 
 
 def graph() -> dict[str, set[str]]:
@@ -232,7 +231,7 @@ def test_each_module_imports_alone_in_a_fresh_interpreter(module):
     """Importing any module first works (no circle that only an import order hides), it
     loads no module of a wing it may not import, and no click, rich or MCP SDK unless it
     is their one importer."""
-    name = "taskboard" if module == "__init__" else f"taskboard.{module.removesuffix('.__init__')}"
+    name = "taskboard" + f".{module}".removesuffix("__init__").rstrip(".")
     done = subprocess.run([sys.executable, "-c", LOADED, name], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     loaded = set(json.loads(done.stdout))

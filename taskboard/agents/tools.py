@@ -250,7 +250,8 @@ def _log(board: Board, args: dict[str, Any]) -> Reply:
 
 def _claim(board: Board, args: dict[str, Any]) -> Reply:
     owner = args.get("owner") or board.caller
-    board.offline = args.get("offline", False)  # with init --remote: claim on this clone only
+    if args.get("offline", False):  # with init --remote: claim on this clone only
+        board = board.local()
     lease = args.get("lease", _env_lease())
     wait = args.get("wait", False)
     if wait is False:
@@ -451,13 +452,14 @@ def find_tool(name: Any) -> Tool:
 
 def open_board(board_dir: str | None, caller: str, timeout: float | None) -> Board:
     from ..disk.store import DEFAULT_TIMEOUT, Store, find_board
+    from ..git import claim_authority
     from ..ops.board import Board
 
     try:
         root = find_board(board_dir)
     except FileNotFoundError:  # the working folder itself was removed
         raise UsageError("the working folder no longer exists; name the board folder (board, or --dir)") from None
-    return Board(Store(root, DEFAULT_TIMEOUT if timeout is None else timeout), caller)
+    return Board(Store(root, DEFAULT_TIMEOUT if timeout is None else timeout), caller, claim_authority())
 
 
 def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:

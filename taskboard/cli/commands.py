@@ -231,8 +231,7 @@ def claim(
     """Take a task; with `wait`, wait for one (at most `seconds`); `lease` else TASKS_LEASE;
     `offline`: claim on this clone only, without winning the remote's claim ref."""
     lease = lease if lease is not None else env_lease()
-    board = inv.board
-    board.offline = offline
+    board = inv.board.local() if offline else inv.board
     name = owner if owner is not None else board.caller
     if wait:
         return show_record(inv, board.claim_wait(task_id, name, lease, seconds))

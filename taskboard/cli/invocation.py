@@ -39,11 +39,12 @@ class Invocation:
         """The board, found and opened on first use (a usage error comes first)."""
         if self._board is None:
             from ..disk.store import DEFAULT_TIMEOUT, Store, board_path
+            from ..git import claim_authority
             from ..ops.board import Board
 
             timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
-            self._board = Board(Store(board_path(self.board_dir), timeout), caller)
+            self._board = Board(Store(board_path(self.board_dir), timeout), caller, claim_authority())
             if self.on_board is not None:
                 self.on_board(self, self._board)
         return self._board

@@ -38,6 +38,7 @@ import time
 
 from ..core.errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
 from ..core.outcome import Note, Outcome
+from ..ops.coordination import Authority
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
     from ..core.model import Record
     from ..disk.store import Store
-    from ..ops.board import Board
+    from ..ops.board import Board, Change
     from ..ops.check import Problem
 
 CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
@@ -493,17 +494,15 @@ def _write_claim(
     from ..ops import claims
 
     new, previous = won
-    offline, board.offline = board.offline, True  # the ref says so already: no guard moves it again
+    here = board.local()  # the ref says so already: no guard moves it again
     try:
         if lapsed is not None:
-            return _take_over(board, record, owner, lease, lapsed, config)
-        return claims.claim(board, record["id"], owner, lease)
+            return _take_over(here, record, owner, lease, lapsed, config)
+        return claims.claim(here, record["id"], owner, lease)
     except TaskError:
         if new != previous:  # the claim failed here: give the ref back as it was
             _give_back(git, config, record, new, previous)
         raise
-    finally:
-        board.offline = offline
 
 
 def held_error(task_id: int, doc: dict, config: Config) -> Refused:
@@ -1074,3 +1073,24 @@ def _updated(record: Record) -> float:
         return datetime.fromisoformat(str(record.get("updatedAt", "")).replace("Z", "+00:00")).timestamp()
     except ValueError:
         return 0.0
+
+
+class ClaimRefs(Authority):
+    """The claim authority of a clone whose claims go through a git remote (`tasks init
+    --remote`): the remote's claim refs decide. Without one configured, the board's own
+    rules decide, as LOCAL's."""
+
+    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+        return claim(board, task_id, owner, lease)
+
+    def poll(self, store: Store) -> tuple[float, Any] | None:
+        return (POLL, lambda: refresh(store)) if config_of(store) is not None else None
+
+    def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
+        return renew(board, task_id, lease)
+
+    def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
+        return held_elsewhere(store, pending)
+
+    def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Any]:
+        return guard(board, change, moved)

@@ -42,6 +42,7 @@ from ..core.model import (
 from ..core.outcome import Event, Note, Outcome
 from ..disk.index import snapshot
 from ..disk.store import Store
+from .coordination import LOCAL
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
     from ..disk.index import Snapshot
     from .check import Problem
+    from .coordination import Authority
 
 
 class Listing:
@@ -129,7 +131,7 @@ class Change:
         self.before: dict[int, bytes | None] = {}
         self.was: dict[int, tuple[str, str]] = {}  # status and owner of each edited record before the change
         self.runtime: dict[int, dict] = {}  # what to record in the runtime state, by task (taskboard.claims)
-        self.guard: Any = None  # moves the remote's claim refs before the files (taskboard.remote)
+        self.guard: Any = None  # the authority's say before the files are written (Board._guard_moves)
         self.forced = False  # the change overrides a holder (its claim ref included)
 
     def get(self, task_id: int) -> Record:
@@ -218,27 +220,30 @@ def _no_gate_check(change: Change, task_id: int, outcome: Outcome, force: bool) 
 
 
 class Board:
-    """The operations of the contract over one store, on behalf of one caller."""
+    """The operations of the contract over one store, on behalf of one caller; claims
+    decided by `authority` (taskboard.ops.coordination: the front end that opens the
+    board says which)."""
 
-    def __init__(self, store: Store, caller: str = ""):
+    def __init__(self, store: Store, caller: str = "", authority: Authority = LOCAL):
         self.store = store
         self.caller = caller  # checked by every change (check_caller), never by a read
-        self.offline = False  # claims and their refs stay on this clone (taskboard.remote)
-        self.ref_notes: list[Note] = []  # what moving the claim refs had to say (taskboard.remote)
+        self.authority = authority
+        self.ref_notes: list[Note] = []  # what the authority had to say (claim refs that lag)
+
+    def local(self) -> Board:
+        """This board with claims decided on this clone alone (claim --offline)."""
+        return Board(self.store, self.caller)
 
     def change(self) -> Change:
         """A change on this board, journaled as made by the caller (else the login name)."""
         change = Change(self.store, check_caller(self.caller))
-        if not self.offline:
-            change.guard = self._move_refs
+        change.guard = self._guard_moves
         return change
 
-    def _move_refs(self, change: Change, moved: list[Record]) -> Any:
-        """Before a change that moves status or owner is written: the claim refs follow,
-        each by an exact compare-and-swap (taskboard.remote); the undo, if any moved."""
-        from ..git import claimrefs as remote
-
-        notes, undo = remote.guard(self, change, moved)
+    def _guard_moves(self, change: Change, moved: list[Record]) -> Any:
+        """Before a change that moves status or owner is written: the authority agrees
+        (claim refs follow, each by an exact compare-and-swap); the undo, if any moved."""
+        notes, undo = self.authority.guard(self, change, moved)
         self.ref_notes += notes
         return undo
 
@@ -341,16 +346,11 @@ class Board:
 
     def _not_offered(self, listing: Listing) -> set[int]:
         """Pending tasks `ready` leaves out: stuck, or claimed or completed in another
-        worktree (taskboard.claims) or on another machine (taskboard.remote)."""
+        worktree (taskboard.ops.claims) or where the claim authority sees (taskboard.ops.coordination)."""
         from . import claims
 
         pending = [r for r in listing.open_records if r["status"] == "pending"]
-        hidden = claims.not_offered(self.store, pending)
-        if not self.offline:
-            from ..git import claimrefs as remote
-
-            hidden |= remote.held_elsewhere(self.store, pending)
-        return hidden
+        return claims.not_offered(self.store, pending) | self.authority.held_elsewhere(self.store, pending)
 
     @staticmethod
     def _in_state(record: Record | None, states: set[str], listing: Listing) -> bool:
@@ -440,7 +440,7 @@ class Board:
         return self._follow(gates.complete(self, task_id, gate_timeout, attempt))
 
     def _follow(self, outcome: Outcome) -> Outcome:
-        """What moving the claim refs on the remote had to say (taskboard.remote)."""
+        """What the claim authority had to say (claim refs that lag)."""
         outcome.notes += self.ref_notes
         self.ref_notes = []
         return outcome
@@ -640,13 +640,7 @@ class Board:
     def claim(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
         """Take task_id, or the first claimable task in ready order, for owner
         (taskboard.claims); with a lease of `lease` seconds the claim ends unless renewed."""
-        from . import claims
-
-        if not self.offline:  # claims through a remote win its claim ref first (taskboard.remote)
-            from ..git import claimrefs as remote
-
-            return remote.claim(self, task_id, owner, lease)
-        return claims.claim(self, task_id, owner, lease)
+        return self.authority.claim(self, task_id, owner, lease)
 
     def claim_wait(
         self, task_id: int | None, owner: str, lease: float | None = None, seconds: float | None = None
@@ -655,22 +649,13 @@ class Board:
         wait for it (at most `seconds`), holding no lock (taskboard.claims)."""
         from . import claims
 
-        poll = None
-        if not self.offline:  # claims through a remote: what other machines did is fetched now and then
-            from ..git import claimrefs as remote
-
-            if remote.config_of(self.store) is not None:
-                poll = (remote.POLL, lambda: remote.refresh(self.store))
-        return claims.claim_wait(self, task_id, owner, lease, seconds, poll)
+        return claims.claim_wait(self, task_id, owner, lease, seconds, self.authority.poll(self.store))
 
     def renew(self, task_id: int, lease: float | None = None) -> Outcome:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""
         from . import claims
 
-        if not self.offline:  # the claim ref is renewed first: a claim taken over elsewhere is refused
-            from ..git import claimrefs as remote
-
-            self.ref_notes += remote.renew(self, task_id, lease)
+        self.ref_notes += self.authority.renew(self, task_id, lease)  # a claim taken over elsewhere is refused
         return self._follow(claims.renew(self, task_id, lease))
 
     def fail(self, task_id: int, note: str) -> Outcome:

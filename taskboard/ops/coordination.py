@@ -1,0 +1,80 @@
+"""The claim authority port: who decides that a claim wins (DESIGN §9).
+
+The board's own rules (taskboard.ops.claims) decide on this clone; claims through a git
+remote are decided by its claim refs (taskboard.git.claimrefs). The board does not know
+which: the front end that opens it hands it an authority, and the board asks that one
+before it claims, renews or moves a task's status or owner. `LOCAL` is the board alone.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..core.model import Record
+    from ..core.outcome import Note, Outcome
+    from ..disk.store import Store
+
+    Board = Any  # the board that asks (taskboard.ops.board), which imports this port: no arrow back
+    Change = Any  # its change about to be written (Board.change)
+    Undo = Callable[[], None]
+
+
+class Authority:
+    """Claims decided on this clone alone: the board's own rules, nothing else asked."""
+
+    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+        """Take task_id, or the first claimable task in ready order, for owner."""
+        from . import claims
+
+        return claims.claim(board, task_id, owner, lease)
+
+    def poll(self, store: Store) -> tuple[float, Callable[[], None]] | None:
+        """While `claim --wait` waits: (every how many seconds, what to fetch), or None."""
+        return None
+
+    def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
+        """Before the caller's lease on task_id is renewed here: what the authority said."""
+        return []
+
+    def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
+        """The ids among pending records that someone else holds where this clone does not see."""
+        return set()
+
+    def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
+        """Before a change that moves status or owner is written: (notes, an undo if
+        anything moved). Raising refuses the change: nothing is written."""
+        return [], None
+
+
+LOCAL = Authority()
+
+
+class Deferred(Authority):
+    """An authority made on first use: opening a board costs no import of it."""
+
+    def __init__(self, make: Callable[[], Authority]):
+        self._make = make
+        self._made: Authority | None = None
+
+    def _it(self) -> Authority:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+        return self._it().claim(board, task_id, owner, lease)
+
+    def poll(self, store: Store) -> tuple[float, Callable[[], None]] | None:
+        return self._it().poll(store)
+
+    def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
+        return self._it().renew(board, task_id, lease)
+
+    def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
+        return self._it().held_elsewhere(store, pending)
+
+    def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
+        return self._it().guard(board, change, moved)
