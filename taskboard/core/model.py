@@ -149,12 +149,6 @@ def check_owner(owner: str) -> str:
     return owner
 
 
-def check_status(status: str) -> str:
-    if status not in STATUSES:
-        raise UsageError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
-    return status
-
-
 # Words people and agents type for a status (DESIGN §7); the record keeps the contract's names.
 STATUS_WORDS = {"done": "completed", "in-progress": "in_progress", "todo": "pending"}
 # What a listing may filter on besides the statuses: the two states of an open task.

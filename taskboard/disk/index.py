@@ -143,10 +143,6 @@ class Snapshot:
         found = self.open.get(task_id)
         return found if found is not None else json.loads(self.text(task_id))
 
-    @property
-    def max_id(self) -> int:
-        return self.ids[-1] if self.ids else 0
-
 
 _UNKNOWN = {"status": "in_progress"}
 _CLOSED = None

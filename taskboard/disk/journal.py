@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 JOURNAL_DIR = "journal"
 SUFFIX = ".jsonl"
-GITATTRIBUTES_LINE = f"{JOURNAL_DIR}/*{SUFFIX} merge=union\n"
 RESERVED = ("at", "actor", "task", "event", "eid")
 # keys of an event's particulars that name other tasks it concerns
 RELATED_KEYS = ("blocker", "dependent", "tasks", "from", "to", "seed")

@@ -52,7 +52,8 @@ INTENT_NAME = "intent.json"
 JOURNAL_FOLDER = "journal"  # taskboard.journal's shards: appended to within a change
 DEFAULT_TIMEOUT = 10.0
 GITIGNORE = "# taskboard: the lock, scratch files, runtime state and cache are never committed\n.lock\n.scratch/\n.state/\n.cache/\n"
-GITATTRIBUTES = "task_*.json text eol=lf merge=tasks\njournal/*.jsonl merge=union\n"  # merge=tasks: gitwire's driver
+JOURNAL_LINE = f"{JOURNAL_FOLDER}/*.jsonl merge=union"  # the journal's shards merge by git's union driver
+GITATTRIBUTES = f"task_*.json text eol=lf merge=tasks\n{JOURNAL_LINE}\n"  # merge=tasks: git.wiring's driver
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -45,7 +45,6 @@ DRIVER_NAME = "taskboard: merge task files by their meaning"
 HOOKS = ("post-merge", "post-commit", "post-rewrite")
 HOOK_SIGN = "# taskboard hook"
 ATTRIBUTE_LINE = f"task_*.json merge={DRIVER}"
-JOURNAL_LINE = "journal/*.jsonl merge=union"  # the journal's own rule (taskboard.journal): git's union driver
 COMMIT_HINT = 'git add {board} && git commit -m "tasks: finish merging the board"'
 _IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 
@@ -210,6 +209,8 @@ def _wire_attributes(repo: Repo, root: Path) -> list[str]:
     path = root / ".gitattributes"
     if path.is_symlink():  # a board file: never written through a link (git can commit one)
         raise OSError(f"{path}: is a symbolic link; the board's .gitattributes must be a regular file")
+    from ..disk.store import JOURNAL_LINE
+
     text = _small_file(path) or ""
     done, lines = [], []
     for patterns, line, wanted in (

@@ -255,12 +255,6 @@ def summary_phrases(
     return phrases
 
 
-def summary_text(
-    records: list[Record], lookup, shown: int | None = None, plain: bool = False, with_deleted: bool = False
-) -> Phrases:
-    return Phrases(summary_phrases(records, lookup, shown, plain, with_deleted))
-
-
 # -- pictures ---------------------------------------------------------------------------
 
 
