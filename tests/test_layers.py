@@ -240,3 +240,38 @@ def test_each_module_imports_alone_in_a_fresh_interpreter(module):
     assert sorted(other for other in ours if other in modules() and other not in _reachable(module)) == []
     libraries = sorted(lib for lib, user in ONLY_USER_OF.items() if lib in {n.split(".")[0] for n in loaded})
     assert [lib for lib in libraries if ONLY_USER_OF[lib] != module] == []
+
+
+def _private_names(module: str) -> set[str]:
+    """The private names a module defines: functions, classes, methods, assignments."""
+    tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            found.add(node.attr)
+    return {name for name in found if name.startswith("_") and not name.startswith("__")}
+
+
+def test_no_private_name_crosses_a_module_border():
+    """`_name` is a module's own: another module neither imports it nor reaches it
+    through an attribute (`board._require_board`, `claims._offered`). The attribute
+    check is by name: a private name this module does not define but another does."""
+    defined = {module: _private_names(module) for module in modules()}
+    crossing = []
+    for module in modules():
+        tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+        others = set().union(*(names for other, names in defined.items() if other != module))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("taskboard")):
+                crossing += [f"{module}: imports {a.name}" for a in node.names if a.name in others]
+            elif isinstance(node, ast.Attribute) and node.attr in others and node.attr not in defined[module]:
+                crossing += [] if _is_own(node.value) else [f"{module}:{node.lineno}: .{node.attr}"]
+    assert crossing == []
+
+
+def _is_own(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("self", "cls")

@@ -273,7 +273,7 @@ class State:
             with suppress(FileNotFoundError):
                 os.unlink(path)
             return
-        self._ensure_folder()
+        self.ensure_folder()
         temp = f"{self.folder}/.{entry.uid}.{os.getpid()}.tmp"
         data = json.dumps(entry.document(), ensure_ascii=False, sort_keys=True).encode("utf-8")
         with suppress(FileNotFoundError):
@@ -287,7 +287,7 @@ class State:
             os.close(fd)
         os.replace(temp, path)
 
-    def _ensure_folder(self) -> None:
+    def ensure_folder(self) -> None:
         try:
             os.makedirs(self.folder, exist_ok=True)
         except OSError as exc:
@@ -307,7 +307,7 @@ class State:
             finally:
                 self._held -= 1
             return
-        self._ensure_folder()
+        self.ensure_folder()
         path = f"{self.folder}/{LOCK_NAME}"
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)

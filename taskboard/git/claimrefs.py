@@ -443,7 +443,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
 def _claim(board: Board, config: Config, task_id: int | None, owner: str, lease: float | None) -> Outcome:
     from ..ops import claims
 
-    claims._check_claimer(owner)
+    claims.check_claimer(owner)
     git = Git(board.store)
     passed: set[int] = set()
     skipped: list[Note] = []
@@ -580,7 +580,7 @@ def _candidate(
 
     store = board.store
     if not store.root.is_dir():
-        board._require_board([task_id] if task_id is not None else [])
+        board.require_board([task_id] if task_id is not None else [])
         raise NotFound(f"no ready task to claim for {owner}")
     with store.reading():
         runtime = claims.Runtime(claims.state_of(store))
@@ -635,7 +635,7 @@ def _offered(
         refusal = claims.refusal_of(change, runtime, record, owner)
         if refusal is None or refusal.reason == "":  # "": held by its holder here, whose claim ended there
             return True, lapsed
-    return claims._offered(change, runtime, record, owner), None
+    return claims.offered(change, runtime, record, owner), None
 
 
 def _win(git: Git, config: Config, record: Record, owner: str, lease: float | None) -> tuple[str, str | None] | dict:
@@ -947,7 +947,7 @@ def configure(store: Store, name: str) -> list[str]:
         done.append(f"git fetch {name} now brings its claim refs ({refspec(name)})")
     previous = config_of(store)
     clone = previous.clone if previous is not None else os.urandom(6).hex()
-    state._ensure_folder()
+    state.ensure_folder()
     path = os.path.join(state.folder, CONFIG)
     with open(f"{path}.tmp", "w", encoding="utf-8") as f:
         json.dump({"remote": name, "clone": clone}, f)

@@ -387,7 +387,7 @@ class Board:
         meta = check_metadata({key: value for key, value in (metadata or {}).items() if value is not REMOVE})
         meta.update(meta_fields(fields))
         blocked_by, blocks = sorted(set(blocked_by)), sorted(set(blocks))
-        self._require_board(blocked_by + blocks)
+        self.require_board(blocked_by + blocks)
         with self.store.writing() as notes:
             change = self.change()
             for other in blocked_by + blocks:
@@ -401,9 +401,9 @@ class Board:
             outcome = Outcome(record)
             outcome.events.append(Event(new_id, "created"))
             for blocker in blocked_by:
-                _link(change, blocker, new_id, outcome)
+                link(change, blocker, new_id, outcome)
             for dependent in blocks:
-                _link(change, new_id, dependent, outcome)
+                link(change, new_id, dependent, outcome)
             outcome.written = change.commit(outcome.events)
             outcome.journaled = change.journaled
         outcome.notes[:0] = notes
@@ -458,7 +458,7 @@ class Board:
     ) -> Outcome:
         """update's change under the lock; `gate_check` (taskboard.gates) looks at the
         change just before its commit, and may stop it to run the task's gate first."""
-        self._require_board([task_id])
+        self.require_board([task_id])
         with self.store.writing() as notes:
             change = self.change()
             change.forced = force
@@ -527,9 +527,9 @@ class Board:
         for dependent in patch.remove_blocks:
             _unlink(change, task_id, dependent, outcome)
         for blocker in patch.add_blocked_by:
-            _link(change, blocker, task_id, outcome)
+            link(change, blocker, task_id, outcome)
         for dependent in patch.add_blocks:
-            _link(change, task_id, dependent, outcome)
+            link(change, task_id, dependent, outcome)
         if status is not None:
             _set_status(change, edited, status, self.caller)
         if patch.owner is not None:
@@ -556,7 +556,7 @@ class Board:
         task downstream too, as one change. Each task reopened gets its own event (the
         others name the seed), so the journal shows it for every one of them."""
         check_note(note)
-        self._require_board([task_id])
+        self.require_board([task_id])
         with self.store.writing() as notes:
             change = self.change()
             record = change.get(task_id)
@@ -591,7 +591,7 @@ class Board:
         check_note(text)
         if not text.strip():
             raise UsageError("the note is empty; say what happened", "note")
-        self._require_board([task_id])
+        self.require_board([task_id])
         with self.store.writing() as notes:
             outcome = Outcome(self._existing(task_id))
             outcome.events.append(Event(task_id, "note", text=text))
@@ -664,7 +664,7 @@ class Board:
 
         return claims.fail(self, task_id, note)
 
-    def _require_board(self, task_ids: Iterable[int]) -> None:
+    def require_board(self, task_ids: Iterable[int]) -> None:
         """Naming a task on a board that does not exist yet is 'not found', and must not
         create the board folder on the way (a failed command changes nothing). A caller's
         name that no owner could have is a usage error before that."""
@@ -872,7 +872,7 @@ def _refuse_deleted(record: Record, doing: str) -> None:
         raise Refused(f"#{record['id']} is deleted; cannot {doing}")
 
 
-def _link(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -> None:
+def link(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -> None:
     """Add the edge blocker → dependent, refusing one that would close a cycle."""
     cycle = graph.cycle_through_new_edge(blocker_id, dependent_id, change.successors)
     if cycle:

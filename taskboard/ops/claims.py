@@ -102,10 +102,10 @@ def _where(mark: dict) -> str:
 def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
     """Take task_id (or the first claimable task in ready order) for owner, optionally with a
     lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
-    _check_claimer(owner)
+    check_claimer(owner)
     store = board.store
     if not os.path.isdir(store.path):
-        board._require_board([task_id] if task_id is not None else [])
+        board.require_board([task_id] if task_id is not None else [])
         raise NotFound(f"no ready task to claim for {owner}")
     state = state_of(store)
     with store.writing() as notes, state.locked():
@@ -171,7 +171,7 @@ def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: f
     return entry
 
 
-def _check_claimer(owner: str) -> None:
+def check_claimer(owner: str) -> None:
     if not owner:
         raise UsageError("claiming needs an owner: name one, or set TASKS_OWNER", "owner-needed")
     check_owner(owner)
@@ -266,10 +266,10 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
         try:
             if isinstance(known, Corrupt):
                 raise known  # readiness unknown, so not taken
-            if not _offered(view, runtime, known, owner):  # type: ignore[arg-type]
+            if not offered(view, runtime, known, owner):  # type: ignore[arg-type]
                 continue
             record = change.get(known["id"])  # never trust the cache for a change
-            if not _offered(change, runtime, record, owner):
+            if not offered(change, runtime, record, owner):
                 continue
         except Corrupt as exc:  # its file or a blocker's: go on
             if all(note.data.get("problem") != exc.message for note in outcome.notes):
@@ -307,7 +307,7 @@ class _Cached:
         return self.shot.open.get(task_id)
 
 
-def _offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
+def offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
     """Whether `claim` without an id may hand this task to owner: pending and claimable,
     or in progress under a lease that ran out (not the owner's own). Most tasks have no
     runtime state: for them the record alone decides, as it did before leases."""
@@ -333,7 +333,7 @@ def renew(board: Board, task_id: int, lease: float | None = None) -> Outcome:
         raise UsageError("renewing needs the holder's name: name yourself, or set TASKS_OWNER", "renew-needs-name")
     check_owner(owner)
     store = board.store
-    board._require_board([task_id])
+    board.require_board([task_id])
     state = state_of(store)
     with store.writing() as notes, state.locked():
         runtime = Runtime(state)
@@ -460,7 +460,7 @@ def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
 
 def fail(board: Board, task_id: int, note: str) -> Outcome:
     """Record a failed attempt at task_id without changing its file (a gate that failed)."""
-    board._require_board([task_id])
+    board.require_board([task_id])
     with board.store.writing() as notes:
         change = board.change()
         change.get(task_id)
@@ -570,7 +570,7 @@ def claim_wait(
     completed on another machine changes no file here)."""
     from ..disk.watch import watcher_for
 
-    _check_claimer(owner)
+    check_claimer(owner)
     deadline = None if seconds is None else time.monotonic() + seconds
     watcher = None
     polled = time.monotonic()

@@ -218,10 +218,10 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_re
 def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
     """Create the plan's tasks and edges as one change. The outcome's `created` events
     carry each task's `key`, in the plan's order."""
-    from .board import _link
+    from .board import link
 
     named = sorted({other for task in tasks for other in task.blocked_by + task.blocks if isinstance(other, int)})
-    board._require_board(named)
+    board.require_board(named)
     if not tasks:
         return Outcome()
     store = board.store
@@ -251,7 +251,7 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
             change.add(record)
             outcome.events.append(Event(record["id"], "created", key=task.key))
         for blocker, dependent in edges:
-            _link(change, blocker, dependent, outcome)
+            link(change, blocker, dependent, outcome)
         outcome.written = change.commit(outcome.events)
         outcome.journaled = change.journaled
     outcome.notes[:0] = notes
