@@ -37,5 +37,9 @@ def test_every_command_and_option_has_help(path, command):
 def test_help_answers_for_every_command(run, path):
     result = run(*path, "--help")
     assert result.stdout.startswith("Usage: tasks")
-    summary = " ".join((cli if not path else cli.commands[path[-1]]).help.split("\n\n")[0].split())
+    command: click.Command = cli
+    for name in path:  # a subcommand (`hook list`) is found through its group
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    summary = " ".join((command.help or "").split("\n\n")[0].split())
     assert summary in " ".join(result.stdout.split())  # click rewraps the text

@@ -366,7 +366,11 @@ BAD_CALLS = [
     ("task_get", {"taskId": "seven"}, 'not "seven"'),
     ("task_get", {"taskId": [1]}, "not an array"),
     ("task_get", {"taskId": 2**64}, "taskId must be a task id"),
-    ("task_get", {"taskId": 1, "verbose": True}, "task_get has no argument 'verbose'; it takes taskId, board"),
+    (
+        "task_get",
+        {"taskId": 1, "verbose": True},
+        "task_get has no argument 'verbose'; it takes taskId, fields, explain, board",
+    ),
     ("task_create", {}, "task_create needs subject"),
     ("task_create", {"subject": 5}, "subject must be a string, not 5"),
     ("task_create", {"subject": ""}, "the subject is empty"),

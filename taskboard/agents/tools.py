@@ -15,7 +15,17 @@ import json
 import os
 
 from ..core.errors import Corrupt, TaskError, UsageError
-from ..core.model import PRIORITIES, REMOVE, STATES_TO_FILTER, STATUS_WORDS, STATUSES, Patch, parse_id
+from ..core.model import (
+    PRIORITIES,
+    REMOVE,
+    STATES_TO_FILTER,
+    STATUS_WORDS,
+    STATUSES,
+    Patch,
+    parse_fields,
+    parse_id,
+    pick,
+)
 from ..views.messages import damage_error, error_document, error_text, outcome_events, permission_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -66,6 +76,9 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
     "lease": {"type": ["string", "number"]},
     "wait": {"type": ["number", "boolean"]},
     "plan": {"type": "array", "items": {"type": "object"}},
+    "parent": _ID_SCHEMA,
+    "when": {"type": "string"},
+    "fields": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
 }
 
 
@@ -101,17 +114,24 @@ class Reply:
     print on stderr as (key, value) pairs (warnings, `unblocked`), and, for a listing
     that met damaged files, the error it ends with after the data (exit 6)."""
 
-    __slots__ = ("document", "events", "failure")
+    __slots__ = ("document", "events", "failure", "outcome")
 
-    def __init__(self, document: Any, events: list[tuple[str, Any]] | None = None, failure: TaskError | None = None):
+    def __init__(
+        self,
+        document: Any,
+        events: list[tuple[str, Any]] | None = None,
+        failure: TaskError | None = None,
+        outcome: Outcome | None = None,
+    ):
         self.document, self.events, self.failure = document, events or [], failure
+        self.outcome = outcome  # what a change did: its hooks run after it (taskboard.hooks)
 
 
 # -- the tools ----------------------------------------------------------------------
 
 
 def _outcome_reply(outcome: Outcome) -> Reply:
-    return Reply(outcome.record, [(key, value) for key, value, _human in outcome_events(outcome)])
+    return Reply(outcome.record, [(key, value) for key, value, _human in outcome_events(outcome)], outcome=outcome)
 
 
 def _create(board: Board, args: dict[str, Any]) -> Reply:
@@ -127,6 +147,7 @@ def _create(board: Board, args: dict[str, Any]) -> Reply:
             labels=args.get("labels"),
             accept=args.get("accept"),
             gate=args.get("gate"),
+            **{name: args.get(name) for name in ("parent", "after", "due") if args.get(name) is not REMOVE},
         )
     )
 
@@ -138,7 +159,23 @@ def _metadata(args: dict[str, Any]) -> dict | None:
 
 
 def _get(board: Board, args: dict[str, Any]) -> Reply:
-    return _outcome_reply(board.get(args["taskId"]))
+    if args.get("explain"):
+        from ..git.claimrefs import holder_elsewhere
+        from ..ops.explain import explain
+
+        return Reply(explain(board, args["taskId"], holder_elsewhere(board)))
+    reply = _outcome_reply(board.get(args["taskId"]))
+    progress = board.progress_of(reply.document)
+    if progress is not None:
+        reply.document = {**reply.document, "progress": {"done": progress[0], "total": progress[1]}}
+    return _only(reply, args)
+
+
+def _only(reply: Reply, args: dict[str, Any]) -> Reply:
+    """The reply's record with only the keys `fields` names (when it names some)."""
+    if "fields" in args:
+        reply.document = pick(reply.document, args["fields"])
+    return reply
 
 
 def _list(board: Board, args: dict[str, Any]) -> Reply:
@@ -146,6 +183,7 @@ def _list(board: Board, args: dict[str, Any]) -> Reply:
 
     statuses, owner, limit = args.get("status", []), args.get("owner"), args.get("limit", DEFAULT_LIMIT)
     filters = {"labels": args.get("labels", ()), "priority": args.get("priority"), "grep": args.get("grep")}
+    filters.update(parent=args.get("parent"), overdue=args.get("overdue", False))
     query = check_filters(False, False, statuses, **filters)  # a usage error comes before any wait for the board
     listing = board.listing(history=not open_only(query, False, False))  # open work costs what it costs
     chosen, total = page(board.select_ids(listing, statuses, owner, **filters), limit)
@@ -154,7 +192,7 @@ def _list(board: Board, args: dict[str, Any]) -> Reply:
     if listing.damaged:
         events += [("warning", error_text(exc)) for exc in listing.damaged[:-1]]
         failure = damage_error(listing.damaged)
-    records, cut = _within_budget([listing.record(task_id) for task_id in chosen])
+    records, cut = _within_budget([pick(listing.record(task_id), args.get("fields")) for task_id in chosen])
     document: dict[str, Any] = {"tasks": records, "total": total}
     if cut:
         document["note"] = (
@@ -200,12 +238,16 @@ def _update(board: Board, args: dict[str, Any]) -> Reply:
     status, failed = args.get("status"), args.get("failed", False)
     if failed and status not in (None, "pending"):  # a failed attempt gives the task back
         raise UsageError("failed gives a task back: it goes with status pending (or no status)", "failed-status")
+    metadata = _metadata(args) or {}
+    timing = {name: args.get(name) for name in ("parent", "after", "due")}
+    metadata.update({name: value for name, value in timing.items() if value is REMOVE})  # "" removes it
     patch = Patch(
         subject=args.get("subject"),
         description=args.get("description"),
         status="pending" if failed else status,
         owner=args.get("owner"),
-        metadata=_metadata(args),
+        metadata=metadata or None,
+        **{name: value for name, value in timing.items() if value is not REMOVE},
         add_blocked_by=args.get("addBlockedBy", ()),
         add_blocks=args.get("addBlocks", ()),
         remove_blocked_by=args.get("removeBlockedBy", ()),
@@ -255,8 +297,9 @@ def _claim(board: Board, args: dict[str, Any]) -> Reply:
     lease = args.get("lease", _env_lease())
     wait = args.get("wait", False)
     if wait is False:
-        return _outcome_reply(board.claim(args.get("taskId"), owner, lease))
-    return _outcome_reply(board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait))
+        return _only(_outcome_reply(board.claim(args.get("taskId"), owner, lease)), args)
+    outcome = board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait)
+    return _only(_outcome_reply(outcome), args)
 
 
 def _env_lease() -> float | None:
@@ -270,7 +313,8 @@ def _import(board: Board, args: dict[str, Any]) -> Reply:
 
     tasks = parse_plan(json.dumps({"tasks": args["tasks"]}, ensure_ascii=False).encode("utf-8"))
     outcome = import_plan(board, tasks)
-    return Reply({"created": created_keys(outcome)}, [(key, value) for key, value, _human in outcome_events(outcome)])
+    events = [(key, value) for key, value, _human in outcome_events(outcome)]
+    return Reply({"created": created_keys(outcome)}, events, outcome=outcome)
 
 
 TASK_ID = Arg("taskId", "id", 'The task\'s id: 7, "7" or "#7".', required=True)
@@ -283,6 +327,10 @@ _METADATA = Arg("metadata", "object", "Keys to merge into the task's metadata; a
 _PRIORITY = Arg("priority", "priority", "0 (most urgent) to 4; unset counts as 2.")
 _ACCEPT = Arg("accept", "text", "What done means, for whoever checks the work.")
 _GATE = Arg("gate", "text", "A shell command that must pass before the task can be completed.")
+_FIELDS = Arg("fields", "fields", 'Only these keys of each task record, e.g. ["id", "subject", "status"].')
+_PARENT = Arg("parent", "parent", 'The task this one is part of: it blocks its parent ("" in an update: no parent).')
+_AFTER = Arg("after", "when", 'Not ready before then: "2h", "3d" from now, or an ISO date or time in UTC.')
+_DUE = Arg("due", "when", 'Due then: "2h", "3d", or an ISO date or time; earlier due first among equal priorities.')
 
 TOOLS = [
     Tool(
@@ -297,6 +345,9 @@ TOOLS = [
             Arg("labels", "labels", "Labels to tag the task with."),
             _ACCEPT,
             _GATE,
+            _PARENT,
+            _AFTER,
+            _DUE,
             _METADATA,
         ],
         _create,
@@ -304,7 +355,16 @@ TOOLS = [
     Tool(
         "task_get",
         "Read one task: subject, description, status, owner, blockedBy, blocks, metadata.",
-        [TASK_ID],
+        [
+            TASK_ID,
+            _FIELDS,
+            Arg(
+                "explain",
+                "bool",
+                'Instead of the record: why the task is or is not ready, {"ready", "reasons": [{"reason", '
+                '"message"}]} (blocked, after, stuck, lease, elsewhere, status).',
+            ),
+        ],
         _get,
         read_only=True,
     ),
@@ -318,7 +378,10 @@ TOOLS = [
             Arg("labels", "labels", "Only tasks with every one of these labels."),
             Arg("priority", "priority", "Only tasks of this priority (unset counts as 2)."),
             Arg("grep", "text", "Only tasks whose subject or description contains this text (any case)."),
+            Arg("parent", "id", "Only the children of this task."),
+            Arg("overdue", "bool", "Only open tasks past their due time."),
             Arg("limit", "limit", f"At most this many tasks (default {DEFAULT_LIMIT})."),
+            _FIELDS,
         ],
         _list,
         read_only=True,
@@ -342,6 +405,9 @@ TOOLS = [
             Arg("removeLabels", "labels", "Labels to remove."),
             _ACCEPT,
             _GATE,
+            _PARENT,
+            _AFTER,
+            _DUE,
             _METADATA,
             Arg("note", "text", "Why: kept with the change in the board's journal."),
             Arg("failed", "bool", "Give the task back as a failed attempt (3 make it stuck); say why in note."),
@@ -362,6 +428,7 @@ TOOLS = [
             Arg("lease", "lease", 'The claim ends unless renewed within this time: "90s", "15m", "2h" or seconds.'),
             Arg("wait", "wait", "Nothing claimable yet: wait up to this many seconds (true: until the plan is done)."),
             Arg("offline", "bool", "Claims go through a git remote (init --remote): claim on this clone only."),
+            _FIELDS,
         ],
         _claim,
     ),
@@ -380,7 +447,8 @@ TOOLS = [
                 "tasks",
                 "plan",
                 'The plan: [{"key": "lexer", "subject": "...", "description", "blockedBy": ["setup", 3], '
-                '"blocks", "priority", "labels", "accept", "gate", "metadata"}]; keys or board ids in edges.',
+                '"blocks", "parent", "priority", "labels", "accept", "gate", "after", "due", "metadata"}]; keys or '
+                "board ids in edges and parent.",
                 required=True,
             )
         ],
@@ -438,9 +506,14 @@ def dispatch(
     args = check_arguments(tool, arguments)
     board = open_board(args.pop("board", None) or board_dir, caller, timeout)
     try:
-        return tool.run(board, args)
+        reply = tool.run(board, args)
     except PermissionError as exc:  # a board this user may not read or write: name it, it is no bug
         raise Corrupt(permission_text(exc), exc.filename or "", "permission") from None
+    if reply.outcome is not None and (reply.outcome.journaled or reply.outcome.unblocked):
+        from ..git.hooks import fire
+
+        fire(board.store, reply.outcome)
+    return reply
 
 
 def find_tool(name: Any) -> Tool:
@@ -612,6 +685,35 @@ def _wait(name: str, value: Any) -> float | bool:
     raise _wrong(name, f"true, false or seconds from 0 to {MAX_WAIT}", value)
 
 
+def _fields(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str) and value.lstrip().startswith("["):  # some clients send an array as its JSON text
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise _wrong(name, 'a list of record keys, or "id,subject"', value) from None
+    try:
+        return parse_fields(value)
+    except UsageError as exc:
+        raise UsageError(f"{name}: {exc.message}") from None
+
+
+def _parent(name: str, value: Any) -> Any:
+    return REMOVE if value == "" else _task_id(name, value)
+
+
+def _when(name: str, value: Any) -> Any:
+    from ..core.model import parse_when
+
+    if value == "":
+        return REMOVE
+    if isinstance(value, str):
+        try:
+            return parse_when(value)
+        except UsageError:
+            pass
+    raise _wrong(name, 'a time: "2h", "3d" from now, or an ISO date or time such as "2026-12-24T09:00"', value)
+
+
 def _plan(name: str, value: Any) -> list:
     if not isinstance(value, list):
         raise _wrong(name, "an array of tasks", value)
@@ -632,6 +734,9 @@ _CONVERT: dict[str, Callable[[str, Any], Any]] = {
     "lease": _lease,
     "wait": _wait,
     "plan": _plan,
+    "parent": _parent,
+    "when": _when,
+    "fields": _fields,
 }
 
 

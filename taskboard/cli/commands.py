@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import UsageError
+from ..core.model import priority_of
 from ..views.messages import damage_error, error_text, mermaid_hint, problem_document
 from ..views.text import json_safe, shown, shown_record, shown_value
 from .invocation import Invocation, write
@@ -23,17 +24,29 @@ if TYPE_CHECKING:
     from ..ops.board import Listing
 
 
-def show_record(inv: Invocation, outcome: Outcome) -> int:
-    """What a change did: the record (or its marker line), then what the user should hear."""
+def show_record(inv: Invocation, outcome: Outcome, fields: tuple[str, ...] | None = None) -> int:
+    """What a change did: the record (or its marker line; under --json only `fields` of
+    it when given), then what the user should hear."""
     assert outcome.record is not None
     if inv.json:
-        inv.data(outcome.record)
+        from ..core.model import pick
+
+        inv.data(pick(outcome.record, fields))
     else:
         from ..views.viewmodel import task_line
 
         write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
     inv.report(outcome)
+    run_hooks(inv, outcome)
     return 0
+
+
+def run_hooks(inv: Invocation, outcome: Outcome) -> None:
+    """The clone's hooks on what the change did (taskboard.hooks), in the background."""
+    if outcome.journaled or outcome.unblocked:
+        from ..git.hooks import fire
+
+        fire(inv.board.store, outcome)
 
 
 class PeopleListing:
@@ -46,6 +59,7 @@ class PeopleListing:
         self.records = [shown_record(record) for record in listing.records]
         self._by_id = {record["id"]: record for record in self.records}
         self.damaged, self.notes = listing.damaged, listing.notes
+        self.progress = listing.progress
 
     def lookup(self, task_id: int) -> Any:
         found = self._by_id.get(task_id)
@@ -147,11 +161,32 @@ def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     return shown_value(found, lines=True)  # names and notes from the runtime state: made safe to show
 
 
-def get(inv: Invocation, task_id: int) -> int:
-    """The record, or for a person the task with its neighbours."""
+def plan_facts(inv: Invocation, listing: Any, records: list) -> dict[int, dict]:
+    """The runtime facts of these tasks and every parent's progress (views.Notes reads both)."""
+    from ..views.viewmodel import with_progress
+
+    return with_progress(runtime_facts(inv, records), listing.progress())
+
+
+def need_json(inv: Invocation, fields: tuple[str, ...] | None) -> None:
+    """--fields shapes the JSON records: without --json it is a usage error."""
+    if fields is not None and not inv.json:
+        raise UsageError("--fields keeps keys of the JSON records; add --json", "fields")
+
+
+def get(inv: Invocation, task_id: int, fields: tuple[str, ...] | None = None) -> int:
+    """The record, or for a person the task with its neighbours; a parent's progress with it."""
+    need_json(inv, fields)
     if inv.json:
+        from ..core.model import pick
+
         outcome = inv.board.get(task_id)
-        inv.data(outcome.record)
+        assert outcome.record is not None
+        progress = inv.board.progress_of(outcome.record)
+        if progress is None:
+            inv.data(pick(outcome.record, fields))
+        else:
+            inv.data(pick({**outcome.record, "progress": _progress_document(progress)}, fields))
     else:
         outcome = inv.board.get(task_id, neighbours=True)
         assert outcome.record is not None
@@ -162,6 +197,9 @@ def get(inv: Invocation, task_id: int) -> int:
         facts = runtime_facts(inv, [outcome.record])
         fact = facts.setdefault(task_id, {})
         fact["events"] = shown_value(history.journaled, lines=True)
+        progress = inv.board.listing(history=True).progress().get(task_id)  # a person's view: every child
+        if progress is not None:
+            fact["progress"] = progress
         gate = gate_fact(history.journaled)
         if gate is not None:
             fact["gate"] = shown_value(gate, lines=True)
@@ -227,15 +265,17 @@ def claim(
     wait: bool = False,
     seconds: float | None = None,
     offline: bool = False,
+    fields: tuple[str, ...] | None = None,
 ) -> int:
     """Take a task; with `wait`, wait for one (at most `seconds`); `lease` else TASKS_LEASE;
     `offline`: claim on this clone only, without winning the remote's claim ref."""
+    need_json(inv, fields)
     lease = lease if lease is not None else env_lease()
     board = inv.board.local() if offline else inv.board
     name = owner if owner is not None else board.caller
     if wait:
-        return show_record(inv, board.claim_wait(task_id, name, lease, seconds))
-    return show_record(inv, board.claim(task_id, name, lease))
+        return show_record(inv, board.claim_wait(task_id, name, lease, seconds), fields)
+    return show_record(inv, board.claim(task_id, name, lease), fields)
 
 
 def renew(inv: Invocation, task_id: int, lease: float | None = None) -> int:
@@ -275,10 +315,11 @@ def import_plan(inv: Invocation, data: bytes) -> int:
         write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
         write(sys.stderr, f"imported {len(created)} task(s)\n")
     inv.report(outcome)
+    run_hooks(inv, outcome)
     return 0
 
 
-# The rules of the agent loop, as `tasks prime` gives them: (command, what it does).
+# The rules of the agent loop, as `tasks prime --full` gives them: (command, what it does).
 LOOP = (
     (
         "tasks claim --wait --lease 15m --json",
@@ -289,56 +330,165 @@ LOOP = (
     ("tasks release ID --failed --note WHY", "you could not: give it back (3 failures make a task stuck)"),
     ("tasks note ID TEXT", "leave word for whoever comes next (tasks log ID shows what happened)"),
 )
+# The same rules in the words of a short prime.
+SHORT_LOOP = (
+    "take the next task (exit 3: the plan is finished; renew within 15 min)",
+    "you finished it",
+    "you could not (3 failures: stuck)",
+    "leave word (tasks log ID shows what happened)",
+)
+PRIME_BUDGET = 2000  # bytes of a short prime: harnesses show about 2 KB of a hook's output
+PRIME_SECTION = 5  # tasks of one section a short prime names
+PRIME_LINE = 120  # characters of one task line in a short prime
 
 
-def prime(inv: Invocation, limit: int | None = None) -> int:
-    """`tasks prime`: a short briefing for an agent starting or resuming a session."""
+def prime(inv: Invocation, limit: int | None = None, full: bool = False) -> int:
+    """`tasks prime`: a short briefing for an agent starting or resuming a session (at
+    most PRIME_BUDGET bytes unless `full`)."""
     from ..ops.briefing import DEFAULT_READY, brief
 
     briefing = brief(inv.board, limit or DEFAULT_READY)
     if inv.json:
-        inv.data(briefing.document() | {"loop": [{"command": c, "does": d} for c, d in LOOP]})
+        document = briefing.document()
+        if not full:
+            for key in ("held", "reserved", "stuck"):
+                document[f"{key}_total"] = len(document[key])
+                document[key] = document[key][:PRIME_SECTION]
+        loop = LOOP if full else tuple(zip((command for command, _ in LOOP), SHORT_LOOP, strict=True))
+        inv.data(document | {"loop": [{"command": c, "does": d} for c, d in loop]})
     else:
-        write(sys.stdout, briefing_text(briefing))
+        write(sys.stdout, briefing_text(briefing) if full else short_briefing(briefing))
     damage(inv, briefing.listing)
     return 0
 
 
-def briefing_text(briefing: Any) -> str:
-    """The briefing in a few plain lines (no rich: an agent reads it, maybe from a hook)."""
+def short_briefing(briefing: Any) -> str:
+    """The briefing within PRIME_BUDGET bytes: each section cut to a few tasks, each line
+    to PRIME_LINE characters, fewer of both until it fits; `--full` has the rest."""
+    for section, line in ((PRIME_SECTION, PRIME_LINE), (3, 80), (1, 60), (0, 60)):
+        text = briefing_text(briefing, section, line)
+        if len(text.encode("utf-8")) <= PRIME_BUDGET:
+            return text
+    cut = text.encode("utf-8")[: PRIME_BUDGET - 60].decode("utf-8", "ignore")
+    return cut[: cut.rfind("\n") + 1] + "(cut to 2 KB: tasks prime --full shows all)\n"
+
+
+def briefing_text(briefing: Any, section: int | None = None, width: int | None = None) -> str:
+    """The briefing in a few plain lines (no rich: an agent reads it, maybe from a hook);
+    with `section`, at most that many tasks of each list, each line at most `width`."""
     from ..ops.claims import describe
-    from ..views.viewmodel import summary_of, task_line
+    from ..views.viewmodel import summary_of, task_line, when_text
 
     def line(record: dict, extra: str = "") -> str:
         facts = [shown(fact) for fact in describe(briefing.facts.get(record["id"], {}))]
-        return f"  {task_line(shown_record(record))}{extra}" + (" — " + "; ".join(facts) if facts else "") + "\n"
+        due = (record.get("metadata") or {}).get("due")
+        if isinstance(due, str) and len(due) == 20:
+            facts.append(f"due {when_text(due)}")
+        safe = shown_record(record)
+        head = task_line({**safe, "subject": ""})
+        tail = extra + (" — " + "; ".join(facts) if facts else "")
+        subject = safe["subject"]
+        room = max(20, width - len(head) - len(tail) - 2) if width is not None else len(subject)
+        if len(subject) > room:  # the subject gives way first: the facts are what an agent acts on
+            subject = subject[: room - 1] + "…"
+        text = f"  {head}{subject}{tail}"
+        return (text if width is None or len(text) <= width else text[: width - 1] + "…") + "\n"
+
+    def lines(records: list, extra=None, more_words: bool = True) -> str:
+        shown_ = records if section is None else records[:section]
+        more = len(records) - len(shown_)
+        body = "".join(line(r, extra(r)) if extra else line(r) for r in shown_)
+        return body + (f"  … {more} more (tasks prime --full)\n" if more and more_words else "")
 
     text = f"board {shown(str(briefing.board))}: {summary_of(briefing.counts)}\n"
     if briefing.caller:
         text += f"you are {shown(briefing.caller)}\n"
-        text += "you hold:\n" + "".join(map(line, briefing.held)) if briefing.held else "you hold nothing\n"
+        text += "you hold:\n" + lines(briefing.held) if briefing.held else "you hold nothing\n"
         if briefing.reserved:
-            text += "reserved for you:\n" + "".join(map(line, briefing.reserved))
+            text += "reserved for you:\n" + lines(briefing.reserved)
     else:
         text += "you have no name: set TASKS_OWNER or pass --as NAME (claims and the journal need one)\n"
     if briefing.ready:
-        more = f"; the first {len(briefing.ready)}" if briefing.ready_total > len(briefing.ready) else ""
-        text += f"ready for you ({briefing.ready_total}{more}; by priority, then id):\n"
-        text += "".join(line(record, f"  [priority {priority}]") for record, priority in _priorities(briefing.ready))
+        named = len(briefing.ready) if section is None else min(section, len(briefing.ready))
+        more = f"; the first {named}" if briefing.ready_total > named else ""
+        text += f"ready for you ({briefing.ready_total}{more}; by priority, then due, then id):\n"
+        text += lines(briefing.ready, lambda record: f"  [priority {priority_of(record)}]", more_words=False)
     else:
         text += "nothing is ready for you now\n"
     if briefing.stuck:
         text += "stuck (put one back with: tasks update ID --status pending --retry):\n"
-        text += "".join(map(line, briefing.stuck))
-    width = max(len(command) for command, _ in LOOP)
-    text += "the loop:\n" + "".join(f"  {command:<{width}}  {does}\n" for command, does in LOOP)
+        text += lines(briefing.stuck)
+    loop = LOOP if section is None else tuple(zip((command for command, _ in LOOP), SHORT_LOOP, strict=True))
+    width_ = max(len(command) for command, _ in loop)
+    text += "the loop:\n" + "".join(f"  {command:<{width_}}  {does}\n" for command, does in loop)
     return text
 
 
-def _priorities(records: list) -> list:
-    from ..core.model import priority_of
+def hook(inv: Invocation, action: str, event: str | None = None, command: str | None = None) -> int:
+    """`tasks hook add EVENT CMD | list | remove EVENT [CMD]`: hooks in the clone's git config."""
+    from ..git import hooks
 
-    return [(record, priority_of(record)) for record in records]
+    store = inv.board.store
+    if action == "add":
+        assert event is not None and command is not None
+        added = hooks.add(store, event, command)
+        if inv.json:
+            inv.data(added)
+        else:
+            write(sys.stderr, f"on {event}: {shown(command)} (kept in this clone's git config)\n")
+        return 0
+    if action == "remove":
+        assert event is not None
+        gone = hooks.remove(store, event, command)
+        if inv.json:
+            inv.data(gone)
+        else:
+            write(sys.stderr, "".join(f"removed on {h['event']}: {shown(h['command'])}\n" for h in gone))
+        return 0
+    found = hooks.configured_list(store)
+    if inv.json:
+        inv.data(found)
+    else:
+        write(sys.stdout, "".join(f"{h['event']}\t{shown(h['command'])}\n" for h in found))
+        if not found:
+            write(sys.stderr, "no hooks in this clone (tasks hook add EVENT CMD)\n")
+    return 0
+
+
+def stats(inv: Invocation, since: str | None = None) -> int:
+    """`tasks stats`: how work flows, from the journal (taskboard.stats)."""
+    import time
+
+    from ..core.stats import flow, parse_since, stats_text
+
+    now = time.time()
+    start = None if since is None else parse_since(since, now)
+    outcome = inv.board.log()
+    found = flow(outcome.journaled, now, start)
+    if inv.json:
+        inv.data(found)
+    elif inv.plain():
+        write(sys.stdout, stats_text(shown_value(found)))
+    else:
+        from ..views import render
+
+        render.show_stats(shown_value(found))
+    inv.report(outcome)
+    return 0
+
+
+def explain(inv: Invocation, task_id: int) -> int:
+    """`ready --explain ID`: why the task is or is not ready, every reason by name."""
+    from ..git.claimrefs import holder_elsewhere
+    from ..ops.explain import explain as explained
+    from ..ops.explain import explanation_text
+
+    found = explained(inv.board, task_id, holder_elsewhere(inv.board))
+    if inv.json:
+        inv.data(found)
+    else:
+        write(sys.stdout, explanation_text(shown_value(found, lines=True)))
+    return 0
 
 
 def list_tasks(
@@ -349,6 +499,7 @@ def list_tasks(
     blocked: bool = False,
     include_deleted: bool = False,
     limit: int | None = None,
+    fields: tuple[str, ...] | None = None,
     **filters: Any,
 ) -> int:
     """`list` and `ready`: every readable task that matches (at most `limit`, the total
@@ -358,11 +509,16 @@ def list_tasks(
     from ..ops.board import check_filters, open_only, page
 
     query = check_filters(ready, blocked, statuses, limit=limit, **filters)  # usage errors before the board
+    need_json(inv, fields)
     person = not inv.json and not inv.plain()
     listing = inv.board.listing(history=person or not open_only(query, ready, blocked))
     everything = inv.board.select_ids(listing, statuses, owner, ready, blocked, include_deleted, **filters)
     chosen, total = page(everything, limit)
-    if inv.json:
+    if inv.json and fields is not None:
+        from ..core.model import pick
+
+        inv.data([pick(listing.record(task_id), fields) for task_id in chosen])
+    elif inv.json:
         write(sys.stdout, json_safe(listing.json_array(chosen)) + "\n")  # what inv.data(records) would print
     elif not person:
         from ..views.viewmodel import between_phrases, held_back, summary_of, task_line
@@ -379,7 +535,7 @@ def list_tasks(
 
         people = for_people(listing)
         records = [people.record(task_id) for task_id in chosen]
-        render.show_list(records, people, plain=False, facts=runtime_facts(inv, listing.records))
+        render.show_list(records, people, plain=False, facts=plan_facts(inv, listing, listing.records))
     if limit is not None and inv.json:
         inv.event("total", total, f"{total} in all")
     damage(inv, listing)
@@ -393,9 +549,14 @@ def board(
     owner: str | None = None,
     labels: Iterable[str] = (),
     every: bool = False,
+    by_parent: bool = False,
 ) -> int:
     """The kanban view, only the tasks of `owner` and with all `labels` when given;
-    under --json the records by status."""
+    under --json the records by status. `by_parent`: the cards grouped under their parent."""
+    if by_parent:
+        if watch or svg:
+            raise UsageError("--by-parent groups the cards once; it takes neither --watch nor --svg")
+        return board_by_parent(inv, owner, tuple(labels))
     if watch and inv.json:
         raise UsageError("--watch redraws the board for people; --json prints it once (poll it to follow changes)")
     if watch and svg:
@@ -426,17 +587,53 @@ def board(
             plain=inv.plain(),
             select=select,
             every=every,
-            facts=lambda listing: runtime_facts(inv, listing.records),
+            facts=lambda listing: plan_facts(inv, listing, listing.records),
             signature=state_of(inv.board.store).signature,
         )
         return 0
     listing = inv.board.listing()
-    facts = runtime_facts(inv, listing.records)
+    facts = plan_facts(inv, listing, listing.records)
     people = for_people(listing)
     chosen = _shown_records(select(listing), people)
     render.show_board(people, plain=inv.plain(), svg=svg, records=chosen, every=every, facts=facts)
     damage(inv, listing)
     return 0
+
+
+def board_by_parent(inv: Invocation, owner: str | None, labels: tuple) -> int:
+    """`board --by-parent`: each parent with its children, then the tasks no plan holds."""
+    from ..views.viewmodel import parent_groups
+
+    listing = inv.board.listing()
+    chosen = inv.board.select(listing, owner=owner, labels=labels) if owner is not None or labels else None
+    progress = listing.progress()
+    if inv.json:
+        groups = parent_groups(listing.records if chosen is None else chosen)
+        inv.data(
+            {
+                "groups": [
+                    {
+                        "parent": parent,
+                        "progress": None if parent is None else _progress_document(progress.get(parent["id"])),
+                        "children": children,
+                    }
+                    for parent, children in groups
+                ]
+            }
+        )
+    else:
+        from ..views import render
+
+        people = for_people(listing)
+        records = people.records if chosen is None else _shown_records(chosen, people)
+        facts = plan_facts(inv, listing, listing.records)
+        render.show_groups(people, parent_groups(records or []), plain=inv.plain(), facts=facts)
+    damage(inv, listing)
+    return 0
+
+
+def _progress_document(progress: tuple[int, int] | None) -> dict | None:
+    return None if progress is None else {"done": progress[0], "total": progress[1]}
 
 
 def graph(

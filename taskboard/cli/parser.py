@@ -22,6 +22,7 @@ from ..core.model import (
     NonFinite,
     Patch,
     json_depth,
+    parse_fields,
     parse_id,
     parse_json_value,
     parse_limit,
@@ -144,6 +145,14 @@ def _gate_seconds(text: str) -> float:
     return check_timeout(value)
 
 
+def _when(text: str) -> Any:
+    """A moment (`--after`, `--due`): 2h, 3d from now, an ISO date or time; "" removes it."""
+    from ..core.model import parse_when
+
+    return REMOVE if text == "" else parse_when(text)
+
+
+WHEN = Parsed("WHEN", _when)
 GATE_SECONDS = Parsed("SECONDS", _gate_seconds)
 LEASE = Parsed("DURATION", _lease)
 META = Parsed("KEY=VALUE", parse_meta)
@@ -152,6 +161,10 @@ STATUS = Parsed("STATUS", parse_status)
 STATUS_FILTER = Parsed("STATUS", lambda text: parse_status(text, states=True))
 PRIORITY = Parsed("0-4", parse_priority)
 LIMIT = Parsed("N", parse_limit)
+FIELDS = Parsed("a,b,c", parse_fields)
+fields_option = click.option(
+    "--fields", type=FIELDS, help="With --json: keep only these keys of each record (id,subject,status...)."
+)
 
 
 def _set_json(ctx: click.Context, _param, value: bool) -> bool:
@@ -313,27 +326,39 @@ def init(inv: Invocation, remote):
 @click.option("--label", "labels", multiple=True, help="A label (repeatable).")
 @click.option("--accept", help="What done means, for people.")
 @click.option("--gate", help="A shell command that must pass before the task is completed.")
+@click.option("--parent", type=TASK_ID, help="The task this one is part of (it blocks its parent).")
+@click.option("--after", type=WHEN, help="Not ready before then: 2h, 3d, 2026-12-24, 2026-12-24T09:00 (UTC).")
+@click.option("--due", type=WHEN, help="Due then (earlier due first among equal priorities).")
 @common_options
 @pass_inv
-def create(inv: Invocation, subject, description, blocked_by, blocks, owner, meta, priority, labels, accept, gate):
+def create(
+    inv: Invocation, subject, description, blocked_by, blocks, owner, meta, priority, labels, accept, gate, **when
+):
     """Add a pending task.
 
     \b
       tasks create "Write parser" --blocked-by 3 --priority 1 --label parser
       tasks create "Parser passes" --accept "the corpus parses" --gate "make test-parser"
+      tasks create "Lexer" --parent 12 --after 2h --due 2026-12-24
     """
     fields = {"priority": priority, "labels": list(labels) if labels else None, "accept": accept or None}
     fields["gate"] = gate or None
+    fields.update({name: None if value is REMOVE else value for name, value in when.items()})
     return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta), **fields)
 
 
 @cli.command()
 @click.argument("task_id", type=TASK_ID, metavar="ID")
+@fields_option
 @common_options
 @pass_inv
-def get(inv: Invocation, task_id):
-    """Show one task."""
-    return commands.get(inv, task_id)
+def get(inv: Invocation, task_id, fields):
+    """Show one task.
+
+    \b
+      tasks get 7 --json --fields id,status,blockedBy
+    """
+    return commands.get(inv, task_id, fields)
 
 
 @cli.command()
@@ -355,6 +380,10 @@ def get(inv: Invocation, task_id):
 @click.option("--gate-timeout", type=GATE_SECONDS, help="Seconds the gate may run when completing (default 600).")
 @click.option("--force", is_flag=True, help="Override another owner's hold on the task; complete without the gate.")
 @click.option("--retry", is_flag=True, help="Forget the failed attempts: a stuck task may be claimed again.")
+@click.option("--parent", type=TASK_ID, help="Make it part of this task (it blocks its parent).")
+@click.option("--no-parent", is_flag=True, help="It is part of no task any more (the edge to its parent goes).")
+@click.option("--after", type=WHEN, help='Not ready before then: 2h, 3d, an ISO date or time ("" removes it).')
+@click.option("--due", type=WHEN, help='Due then: 2h, 3d, an ISO date or time ("" removes it).')
 @common_options
 @pass_inv
 def update(
@@ -377,6 +406,10 @@ def update(
     gate_timeout,
     force,
     retry,
+    parent,
+    no_parent,
+    after,
+    due,
 ):
     """Change a task; all flags apply as one change, or none does.
 
@@ -387,6 +420,11 @@ def update(
     """
     metadata = _meta(meta)
     removed = {name: REMOVE for name, value in (("accept", accept), ("gate", gate)) if value == ""}
+    removed.update({name: REMOVE for name, value in (("after", after), ("due", due)) if value is REMOVE})
+    if parent is not None and no_parent:
+        raise UsageError("--parent and --no-parent exclude each other; say one", "parent")
+    if no_parent:
+        removed["parent"] = REMOVE
     if removed:
         metadata = {**(metadata or {}), **removed}
     patch = Patch(
@@ -404,6 +442,9 @@ def update(
         priority=priority,
         add_labels=labels,
         remove_labels=unlabels,
+        parent=parent,
+        after=None if after is REMOVE else after,
+        due=None if due is REMOVE else due,
     )
     return commands.update(inv, task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout)
 
@@ -433,9 +474,10 @@ def delete(inv: Invocation, task_id, force):
     help="When nothing is claimable yet but may become so, wait for it (at most SECONDS).",
 )
 @click.option("--offline", is_flag=True, help="Claim on this clone only, without the remote (init --remote).")
+@fields_option
 @common_options
 @pass_inv
-def claim(inv: Invocation, task_id, owner, lease, wait, offline):
+def claim(inv: Invocation, task_id, owner, lease, wait, offline, fields):
     """Take a task atomically: ID, or the first ready one.
 
     Exactly one of several racing claimers wins. Exit 3 when nothing is ready
@@ -448,7 +490,7 @@ def claim(inv: Invocation, task_id, owner, lease, wait, offline):
       tasks claim 7 --wait 60                  # wait at most a minute for #7
     """
     seconds = None if not wait else _seconds(wait)
-    return commands.claim(inv, task_id, owner, lease, wait is not None, seconds, offline)
+    return commands.claim(inv, task_id, owner, lease, wait is not None, seconds, offline, fields)
 
 
 @cli.command()
@@ -474,6 +516,9 @@ def _filter_options(command):
             click.option("--priority", type=PRIORITY, help="Only this priority (unset counts as 2)."),
             click.option("--grep", metavar="TEXT", help="Only tasks whose subject or description has TEXT (any case)."),
             click.option("--limit", type=LIMIT, help="At most N tasks: the first N in the listing's order."),
+            click.option("--parent", type=TASK_ID, help="Only the children of this task."),
+            click.option("--overdue", is_flag=True, help="Only open tasks past their due time."),
+            fields_option,
         ]
     ):
         command = option(command)
@@ -503,19 +548,48 @@ def _list_options(command):
 @_list_options
 @common_options
 @pass_inv
-def list_(inv: Invocation, statuses, ready, blocked, include_deleted, owner, labels, priority, grep, limit):
-    """Tasks in ascending id order; only ready tasks (--ready, --status ready) come in ready order."""
+def list_(
+    inv: Invocation,
+    statuses,
+    ready,
+    blocked,
+    include_deleted,
+    owner,
+    labels,
+    priority,
+    grep,
+    limit,
+    parent,
+    overdue,
+    fields,
+):
+    """Tasks in ascending id order; only ready tasks (--ready, --status ready) come in ready order.
+
+    \b
+      tasks list --parent 12      # the children of #12
+      tasks list --overdue        # open tasks past their due time
+    """
     filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit}
+    filters.update(parent=parent, overdue=overdue, fields=fields)
     return commands.list_tasks(inv, statuses, owner, ready, blocked, include_deleted, **filters)
 
 
 @cli.command()
 @_filter_options
+@click.option("--explain", "explain_id", type=TASK_ID, metavar="ID", help="Say why ID is or is not ready.")
 @common_options
 @pass_inv
-def ready(inv: Invocation, owner, labels, priority, grep, limit):
-    """Tasks that can start now, in ready order: priority (0 first; unset counts as 2), then id."""
+def ready(inv: Invocation, owner, labels, priority, grep, limit, parent, overdue, fields, explain_id):
+    """Tasks that can start now, in ready order: priority (0 first; unset counts as 2), then
+    the earlier due time, then id. A task with an `after` time in the future is not ready.
+
+    \b
+      tasks ready --explain 7   # blocked by #3 Write parser (in progress, alice); after ...
+    """
+    if explain_id is not None:
+        return commands.explain(inv, explain_id)
     filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit}
+    filters.update(parent=parent, overdue=overdue, fields=fields)
     return commands.list_tasks(inv, (), owner, ready=True, **filters)
 
 
@@ -568,16 +642,18 @@ def release(inv: Invocation, task_id, note, failed, force):
 
 @cli.command()
 @click.option("--limit", type=LIMIT, help="How many ready tasks to name (default 5).")
+@click.option("--full", is_flag=True, help="All of it: every task held, reserved or stuck, whole lines.")
 @json_option
 @pass_inv
-def prime(inv: Invocation, limit):
+def prime(inv: Invocation, limit, full):
     """A short briefing for an agent starting a session: what you hold, what is ready
-    for you, what is stuck, and the rules of the loop.
+    for you, what is stuck, and the rules of the loop; under 2 KB (what a harness shows
+    of a hook's output) unless --full.
 
     \b
       tasks --as agent-7 prime
     """
-    return commands.prime(inv, limit)
+    return commands.prime(inv, limit, full)
 
 
 def _plan_bytes(source: str) -> bytes:
@@ -619,15 +695,17 @@ def import_(inv: Invocation, source):
 @click.option("--all", "every", is_flag=True, help="Every card: no fitting to the screen, all of Done.")
 @click.option("--svg", "svg", type=click.Path(dir_okay=False, writable=True), help="Also write the picture as SVG.")
 @click.option("--watch", is_flag=True, help="Redraw whenever the board changes, until Ctrl-C.")
+@click.option("--by-parent", is_flag=True, help="Group the cards under their parent, with its progress.")
 @common_options
 @pass_inv
-def board(inv: Invocation, owner, labels, every, svg, watch):
+def board(inv: Invocation, owner, labels, every, svg, watch, by_parent):
     """The kanban view: Blocked · Ready · In progress · Done.
 
     It fits the terminal: long columns end in `+N more`, Done shows the most
-    recently finished few; --all shows every card.
+    recently finished few; --all shows every card. --by-parent lists each parent
+    with its children (`3/5 done`), then the tasks no plan holds.
     """
-    return commands.board(inv, svg, watch, owner, labels, every)
+    return commands.board(inv, svg, watch, owner, labels, every, by_parent)
 
 
 @cli.command()
@@ -711,6 +789,71 @@ def log(inv: Invocation, task_id, limit):
       tasks log 4 --json
     """
     return commands.log(inv, task_id, limit)
+
+
+@cli.command()
+@click.option("--since", metavar="WHEN", help="Count from then: 7d, 12h, 2w ago, or an ISO date or time.")
+@common_options
+@pass_inv
+def stats(inv: Invocation, since):
+    """How work flows, from the journal: tasks finished per day, lead time (created →
+    completed) and cycle time (first claim → completed) as median and 90th
+    percentile, work in progress by age, failed attempts per task.
+
+    \b
+      tasks stats --since 14d
+      tasks stats --json | jq .cycle_time
+    """
+    if since is not None:
+        from ..core.stats import parse_since
+
+        parse_since(since)  # a usage error before the board is read
+    return commands.stats(inv, since)
+
+
+@cli.group(name="hook")
+def hook_group():
+    """Run a command when tasks change: kept in this clone's git config, never committed.
+
+    After a change through tasks is committed, each hook of its events runs in the
+    background (sh -c CMD, at the top of the work tree, TASKS_HOOK_TIMEOUT seconds at
+    most, default 60) with the event as JSON on stdin; a failing hook is journaled
+    (hook-failed) and changes nothing. Changes merged from elsewhere run no hook.
+    Events: created, ready, claimed, released, failed, completed, reopened, deleted.
+
+    \b
+      tasks hook add completed 'jq -r .record.subject | notify-send "done"'
+      tasks hook list
+      tasks hook remove completed
+    """
+
+
+@hook_group.command(name="add")
+@click.argument("event", metavar="EVENT")
+@click.argument("command", metavar="CMD")
+@common_options
+@pass_inv
+def hook_add(inv: Invocation, event, command):
+    """Run CMD (a shell command) after each EVENT."""
+    return commands.hook(inv, "add", event, command)
+
+
+@hook_group.command(name="list")
+@common_options
+@pass_inv
+def hook_list(inv: Invocation):
+    """The clone's hooks, one per line: EVENT, a tab, CMD."""
+    return commands.hook(inv, "list")
+
+
+@hook_group.command(name="remove")
+@click.argument("event", metavar="EVENT")
+@click.argument("command", metavar="[CMD]", required=False)
+@common_options
+@pass_inv
+def hook_remove(inv: Invocation, event, command):
+    """Remove the hooks of EVENT (only the one running CMD, when given)."""
+    return commands.hook(inv, "remove", event, command)
 
 
 # -- running click --------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .model import OPEN, Record, priority_of
+from .model import OPEN, Record, parent_of, priority_of, waits, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -29,21 +29,36 @@ def open_blockers(record: Record, lookup: Lookup) -> list[int]:
 
 
 def is_ready(record: Record, lookup: Lookup) -> bool:
-    return record["status"] == "pending" and not open_blockers(record, lookup)
+    """Pending, no open blocker, and not kept out until a later time (`after`, decided now)."""
+    return record["status"] == "pending" and not open_blockers(record, lookup) and not waits(record)
 
 
 def is_blocked(record: Record, lookup: Lookup) -> bool:
     return record["status"] in OPEN and bool(open_blockers(record, lookup))
 
 
-def ready_order(record: Record) -> tuple[int, int]:
+def ready_order(record: Record) -> tuple[int, str, int]:
     """Where a task comes in ready order (`ready`, `claim` without ID, the Ready column):
-    priority first (0 most urgent … 4; unset counts as 2), then the lowest id."""
-    return (priority_of(record), record["id"])
+    priority first (0 most urgent … 4; unset counts as 2), then the earlier due time
+    (none comes after every time), then the lowest id."""
+    return (priority_of(record), when_of(record, "due") or "~", record["id"])
 
 
 def in_ready_order(records: Iterable[Record]) -> list[Record]:
     return sorted(records, key=ready_order)
+
+
+def progress(records: Iterable[Record]) -> dict[int, tuple[int, int]]:
+    """Each parent's children (the tasks whose metadata names it, deleted ones aside):
+    (how many are completed, how many in all)."""
+    found: dict[int, list[int]] = {}
+    for record in records:
+        parent = parent_of(record)
+        if parent is not None and record["status"] != "deleted":
+            counted = found.setdefault(parent, [0, 0])
+            counted[0] += record["status"] == "completed"
+            counted[1] += 1
+    return {parent: (done, total) for parent, (done, total) in found.items()}
 
 
 def find_path(start: int, goal: int, successors: Callable[[int], Iterable[int]]) -> list[int] | None:

@@ -242,6 +242,80 @@ def labels_of(record: Record) -> list[str]:
     return [label for label in value if isinstance(label, str)] if isinstance(value, list) else []
 
 
+# -- parents and time (kept in metadata; DESIGN §14) -------------------------------------
+
+
+def check_parent(value: Any) -> int:
+    """A parent: the id of another task (the child blocks it)."""
+    if type(value) is not int or not 0 < value <= MAX_ID:
+        raise UsageError(f"the parent must be a task id (a positive whole number), not {value!r}", "parent")
+    return value
+
+
+def check_when(value: Any) -> str:
+    """A moment as the record keeps it (`after`, `due`): a UTC time like 2026-11-29T18:03:11Z."""
+    if not isinstance(value, str) or not _TIME.fullmatch(value):
+        raise UsageError(f"a time must be UTC like 2026-11-29T18:03:11Z, not {value!r}", "when")
+    return value
+
+
+_WHEN_SPAN = re.compile(r"(\d{1,6})([mhdw])", re.ASCII)
+_SPAN_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def span_seconds(text: str) -> int | None:
+    """`45m`, `2h`, `3d`, `1w` as seconds; None when the text is no such span."""
+    span = _WHEN_SPAN.fullmatch(text.strip())
+    return None if span is None else int(span.group(1)) * _SPAN_SECONDS[span.group(2)]
+
+
+def parse_when(text: str, at: float | None = None) -> str:
+    """A moment as typed (`--after`, `--due`): `2h`, `3d`, `45m`, `1w` from now, an ISO
+    date (midnight UTC) or an ISO date and time (UTC unless it names an offset); the
+    record's form (second precision, `Z`)."""
+    raw = text.strip()
+    span = span_seconds(raw)
+    moment = time.time() if at is None else at
+    if span is not None:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment + span))
+    from datetime import datetime, timezone
+
+    try:
+        parsed = datetime.fromisoformat(raw)
+    except ValueError:
+        raise UsageError(
+            f"{text!r} is not a time: give 2h, 3d (from now), a date 2026-12-24 or a time 2026-12-24T09:00 (UTC)",
+            "when",
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _meta_value(record: Record, key: str) -> Any:
+    metadata = record.get("metadata")
+    return metadata.get(key) if type(metadata) is dict else None
+
+
+def parent_of(record: Record) -> int | None:
+    """The task's parent (metadata.parent), when it names one."""
+    value = _meta_value(record, "parent")
+    return value if type(value) is int and 0 < value <= MAX_ID else None
+
+
+def when_of(record: Record, key: str) -> str | None:
+    """metadata.after or metadata.due, when it is a time in the record's form."""
+    value = _meta_value(record, key)
+    return value if type(value) is str and _TIME.fullmatch(value) else None
+
+
+def waits(record: Record, at: str | None = None) -> bool:
+    """Whether the task is kept out of ready until its `after` time (decided now: the
+    record's form compares as text)."""
+    value = _meta_value(record, "after")
+    return type(value) is str and value > (at or now()) and _TIME.fullmatch(value) is not None
+
+
 def _utf8(text: str, what: str) -> str:
     """Text that UTF-8 can hold: no lone surrogates (undecodable bytes on the command
     line, or JSON escapes of half a character)."""
@@ -447,6 +521,9 @@ META_FIELDS: tuple[Field, ...] = (
     Field("labels", list, lambda stamp: [], check=check_labels),
     Field("accept", str, lambda stamp: "", check=check_accept),
     Field("gate", str, lambda stamp: "", check=check_gate),
+    Field("parent", int, lambda stamp: None, check=check_parent),
+    Field("after", str, lambda stamp: None, check=check_when),
+    Field("due", str, lambda stamp: None, check=check_when),
 )
 
 
@@ -456,6 +533,28 @@ S12_KEYS = tuple(field.name for field in FIELDS if field.required)
 EXTENSION_KEYS = tuple(field.name for field in FIELDS if not field.required)
 EDITABLE = frozenset(field.name for field in FIELDS + META_FIELDS if field.editable) - {"metadata"}
 _IN_METADATA = frozenset(field.name for field in META_FIELDS)
+
+
+# What `--fields` may keep of a record (DESIGN §14): its keys, and a parent's progress (`get`).
+SHOWN_FIELDS = (*KEY_ORDER, "progress")
+
+
+def parse_fields(text: Any) -> tuple[str, ...]:
+    """`--fields id,subject,status` (or a list of names): the record keys to keep."""
+    names = text.split(",") if isinstance(text, str) else text
+    if not isinstance(names, list | tuple) or not all(isinstance(name, str) for name in names):
+        raise UsageError(f"fields must name record keys, such as id,subject,status, not {text!r}", "fields")
+    wanted = [name.strip() for name in names if name.strip()]
+    unknown = [name for name in wanted if name not in SHOWN_FIELDS]
+    if unknown or not wanted:
+        what = f"no record key {unknown[0]!r}" if unknown else "no field named"
+        raise UsageError(f"{what}; fields are some of {','.join(SHOWN_FIELDS)}", "fields")
+    return tuple(name for name in SHOWN_FIELDS if name in wanted)
+
+
+def pick(record: Record, fields: tuple[str, ...] | None) -> Record:
+    """The record with only these keys (all of it when None), in the record's order."""
+    return record if fields is None else {name: record[name] for name in fields if name in record}
 
 
 def new_record(task_id: int, subject: str, description: str, owner: str, metadata: dict, stamp: str) -> Record:

@@ -498,6 +498,29 @@ def _history_payload(shot: Snapshot) -> bytes:
     )
 
 
+# -- which tasks are parents, for `get` ----------------------------------------------------------
+
+PARENTS_NAME = "parents"
+
+
+def known_parents(root: str) -> frozenset[int]:
+    """The tasks some task named as its parent, as the last writer or full listing saw:
+    a hint that lets `get` of any other task read no more than its own file. Marks that
+    arrive by a merge or a hand edit come in with the next listing of the whole board."""
+    found = Cache(root)._load(PARENTS_NAME)
+    if type(found) is not tuple or not all(type(task_id) is int for task_id in found):
+        return frozenset()
+    return frozenset(found)
+
+
+def remember_parents(root: str, parents: Iterable[int], whole: bool = False) -> None:
+    """Add these parents to the hint (`whole`: they are every parent there is now)."""
+    known = known_parents(root)
+    found = frozenset(parents) if whole else known | frozenset(parents)
+    if found != known:
+        Cache(root).save(PARENTS_NAME, marshal.dumps(tuple(sorted(found))))
+
+
 # -- the highest id, for the next writer -------------------------------------------------------
 
 

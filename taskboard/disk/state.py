@@ -65,6 +65,20 @@ def locate(board: str) -> tuple[str, bool]:
         here = parent
 
 
+def clone_folder(board: str) -> str | None:
+    """Git's common folder of the clone whose work tree holds `board` (None outside git):
+    where a clone keeps what it never commits (its config, taskboard's hooks among it)."""
+    here = os.path.realpath(board)
+    while True:
+        common = _git_common_dir(here)
+        if common is not None:
+            return common
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
 def _git_common_dir(top: str) -> str | None:
     """Git's common folder when `top` is the top of a work tree (it holds `.git`): the
     `.git` folder itself, or the folder a `.git` file's `gitdir:` names, followed by its

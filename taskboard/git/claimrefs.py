@@ -43,6 +43,7 @@ from ..ops.coordination import Authority
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
     from typing import Any
 
     from ..core.model import Record
@@ -410,6 +411,16 @@ def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:
         kind = "completed" if doc.get("state") == "done" else "claimed"
         found[task_id] = {"elsewhere": {"kind": kind, "owner": str(doc.get("owner", "")), "remote": config.name}}
     return found
+
+
+def holder_elsewhere(board: Board) -> Callable[[Record], dict | None]:
+    """For `ready --explain` (ops.explain): who holds or completed a task on another
+    machine, as far as this clone has seen (None: nobody, or no claims through a remote)."""
+
+    def elsewhere(record: Record) -> dict | None:
+        return remote_facts(board.store, [record]).get(record["id"], {}).get("elsewhere")
+
+    return elsewhere
 
 
 def _live(doc: dict, now: float) -> bool:

@@ -35,9 +35,11 @@ from ..core.model import (
     labels_of,
     new_record,
     now,
+    parent_of,
     parse_status,
     priority_of,
     refuse_past_ceiling,
+    when_of,
 )
 from ..core.outcome import Event, Note, Outcome
 from ..disk.index import snapshot
@@ -61,8 +63,9 @@ class Listing:
     rules (an unreadable blocker counts as open: nothing is called ready on a guess);
     `notes`: what reading it first recovered."""
 
-    def __init__(self, shot: Snapshot, notes: list[Note] | None = None):
+    def __init__(self, shot: Snapshot, notes: list[Note] | None = None, root: str | None = None):
         self.shot = shot
+        self.root = root  # the board folder, where the cache keeps what a listing learnt
         self.damaged = [shot.damaged[task_id] for task_id in sorted(shot.damaged)]
         self.lookup = shot.lookup
         self.notes = notes or []
@@ -74,6 +77,21 @@ class Listing:
         if self._records is None:
             self._records = [self.shot.record(task_id) for task_id, _ in self.shot.statuses()]
         return self._records
+
+    def progress(self) -> dict[int, tuple[int, int]]:
+        """Each parent's (completed children, children) over every task the listing holds
+        (graph.progress): closed children count only in a listing with history, which
+        also tells `get` which tasks are parents (index.remember_parents)."""
+        shot = self.shot
+        found = list(shot.open.values())
+        if shot.closed_text is not None:  # a closed task names its parent in its text: parse only those
+            found += [json.loads(text) for text in shot.closed_text.values() if '"parent": ' in text]
+        counted = graph.progress(found)
+        if shot.closed_text is not None and self.root is not None:
+            from ..disk.index import remember_parents
+
+            remember_parents(self.root, counted, whole=True)
+        return counted
 
     @property
     def open_records(self) -> list[Record]:
@@ -212,6 +230,11 @@ class Change:
             if undo is not None:
                 undo()  # the claim refs moved for this change go back as they were
             raise
+        parents = {parent for record in written if (parent := parent_of(record)) is not None}
+        if parents:  # `get` of a parent counts its children (Board.progress_of)
+            from ..disk.index import remember_parents
+
+            remember_parents(str(self.store.path), parents)
         return sorted(written, key=lambda record: record["id"])
 
 
@@ -269,13 +292,33 @@ class Board:
         outcome.notes = notes
         return outcome
 
+    def with_history(self, listing: Listing) -> Listing:
+        """The listing, its closed records read too (what a view needs to count a parent's
+        finished children)."""
+        if listing.shot.closed_text is None:
+            from ..disk.index import load_history
+
+            with self.store.reading():
+                load_history(self.store, listing.shot)
+        return listing
+
+    def progress_of(self, record: Record) -> tuple[int, int] | None:
+        """One task's (completed children, children), or None when it has none. The whole
+        board is read only for a task known as a parent (index.known_parents): `get` of
+        any other task reads its own file alone."""
+        from ..disk.index import known_parents
+
+        if record["id"] not in known_parents(str(self.store.path)):
+            return None
+        return self.listing(history=True).progress().get(record["id"])
+
     def listing(self, history: bool = True) -> Listing:
         """The board as its files say it is now, through the cache beside it
         (taskboard.index). Without `history` only the open records come in full:
         what costs the open work, not the years of finished work."""
         with self.store.reading() as notes:
             shot = snapshot(self.store, history=history)
-        return Listing(shot, notes)
+        return Listing(shot, notes, str(self.store.path))
 
     def select(
         self,
@@ -289,9 +332,13 @@ class Board:
         priority: int | None = None,
         grep: str | None = None,
         limit: int | None = None,
+        parent: int | None = None,
+        overdue: bool = False,
     ) -> list[Record]:
         """The records that pass every filter (see select_ids), at most `limit` of them."""
-        chosen = self.select_ids(listing, statuses, owner, ready, blocked, include_deleted, labels, priority, grep)
+        chosen = self.select_ids(
+            listing, statuses, owner, ready, blocked, include_deleted, labels, priority, grep, parent, overdue
+        )
         return [listing.record(task_id) for task_id in (chosen if limit is None else chosen[:limit])]
 
     def select_ids(
@@ -305,14 +352,17 @@ class Board:
         labels: Iterable[str] = (),
         priority: int | None = None,
         grep: str | None = None,
+        parent: int | None = None,
+        overdue: bool = False,
     ) -> list[int]:
         """The ids of the tasks that pass every filter: `statuses` (any of them; `ready` and
         `blocked` name the two states of an open task), `owner`, `ready`/`blocked`, every
         one of `labels`, `priority` (exact; unset counts as 2), `grep` (subject or
-        description, case-insensitive). In id order, or in ready order when only ready
-        tasks can pass. Filters that only open tasks can pass look at the open ones alone
-        (the listing may then be one without history)."""
-        query = check_filters(ready, blocked, statuses, labels, priority, grep)
+        description, case-insensitive), `parent` (its children), `overdue` (open and past
+        its due time). In id order, or in ready order when only ready tasks can pass.
+        Filters that only open tasks can pass look at the open ones alone (the listing
+        may then be one without history)."""
+        query = check_filters(ready, blocked, statuses, labels, priority, grep, overdue=overdue)
         wanted, states = query["statuses"], query["states"]
         wanted_labels, needle = set(query["labels"]), query["grep"]
         shot = listing.shot
@@ -321,7 +371,15 @@ class Board:
             candidates = [(task_id, shot.open[task_id]["status"]) for task_id in sorted(shot.open)]
         else:
             candidates = list(shot.statuses())
-        by_field = owner is not None or wanted_labels or priority is not None or needle is not None
+        late = now() if overdue else None
+        by_field = (
+            owner is not None
+            or wanted_labels
+            or priority is not None
+            or needle is not None
+            or parent is not None
+            or overdue
+        )
         if not (wanted or states or ready or blocked or by_field):  # everything live: a listing of statuses
             return [task_id for task_id, status in candidates if include_deleted or status != "deleted"]
         chosen = []
@@ -337,7 +395,9 @@ class Board:
                 blocked and not self._in_state(record, {"blocked"}, listing)
             ):
                 continue
-            if by_field and not _fields_pass(record or listing.record(task_id), owner, wanted_labels, priority, needle):
+            if by_field and not _fields_pass(
+                record or listing.record(task_id), owner, wanted_labels, priority, needle, parent, late
+            ):
                 continue
             chosen.append(task_id)
         if ready or (states == {"ready"} and not wanted):
@@ -404,6 +464,7 @@ class Board:
                 link(change, blocker, new_id, outcome)
             for dependent in blocks:
                 link(change, new_id, dependent, outcome)
+            _follow_parent(change, record, None, outcome)
             outcome.written = change.commit(outcome.events)
             outcome.journaled = change.journaled
         outcome.notes[:0] = notes
@@ -482,12 +543,14 @@ class Board:
             status, owner = patch.status, patch.owner
             old_status, old_owner = record["status"], record["owner"]
             edited = change.edit(task_id)
+            old_parent = parent_of(edited)
             fields = patch.apply(edited)
             if status == "deleted":
                 if owner is not None:
                     edited["owner"] = owner
                 self._delete(change, edited, outcome)
             else:
+                _follow_parent(change, edited, old_parent, outcome)
                 self._change_live(change, edited, patch, outcome)
             if owner is not None and edited["owner"] != old_owner:
                 fields.append("owner")
@@ -718,10 +781,12 @@ class Board:
                 ) from None
             except NotFound:
                 continue
-            if task_id in other["blocks"] or task_id in other["blockedBy"]:
+            if task_id in other["blocks"] or task_id in other["blockedBy"] or parent_of(other) == task_id:
                 edited = change.edit(other_id)
                 edited["blocks"] = [x for x in edited["blocks"] if x != task_id]
                 edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
+                if parent_of(edited) == task_id:  # its parent is gone: the mark goes with the edge
+                    edited["metadata"] = {k: v for k, v in edited["metadata"].items() if k != "parent"}
         record["status"], record["blockedBy"], record["blocks"] = "deleted", [], []
         outcome.unblocked = [
             dep for dep in dependents if not was_ready[dep] and graph.is_ready(change.get(dep), change.lookup)
@@ -775,6 +840,8 @@ def check_filters(
     priority: int | None = None,
     grep: str | None = None,
     limit: int | None = None,
+    parent: int | None = None,
+    overdue: bool = False,
 ) -> dict[str, Any]:
     """Every usage error of a selection's filters, before the board is read; the filters
     as select uses them: `statuses` (the contract's names), `states` (ready, blocked),
@@ -793,6 +860,7 @@ def check_filters(
         "states": parsed & {"ready", "blocked"},
         "labels": [check_label(label) for label in labels],
         "grep": None if grep is None else grep.casefold(),
+        "overdue": overdue,
     }
 
 
@@ -806,10 +874,21 @@ def check_grep(text: str) -> str:
     return text
 
 
-def _fields_pass(record: Record, owner: str | None, labels: set[str], priority: int | None, needle: str | None) -> bool:
-    """Whether a record passes the filters on its fields (select_ids)."""
+def _fields_pass(
+    record: Record,
+    owner: str | None,
+    labels: set[str],
+    priority: int | None,
+    needle: str | None,
+    parent: int | None = None,
+    overdue: str | None = None,
+) -> bool:
+    """Whether a record passes the filters on its fields (select_ids); `overdue`: the time
+    now, when only open tasks due before it pass."""
     return (
-        (owner is None or record["owner"] == owner)
+        (parent is None or parent_of(record) == parent)
+        and (overdue is None or (record["status"] in OPEN and (when_of(record, "due") or "~") < overdue))
+        and (owner is None or record["owner"] == owner)
         and (not labels or labels.issubset(labels_of(record)))
         and (priority is None or priority_of(record) == priority)
         and (needle is None or needle in f"{record['subject']}\n{record['description']}".casefold())
@@ -820,7 +899,7 @@ def open_only(query: dict[str, Any], ready: bool, blocked: bool) -> bool:
     """Whether only open tasks can pass these filters (check_filters' `query`): then a
     listing without history answers them."""
     wanted, states = query["statuses"], query["states"]
-    return ready or blocked or bool((wanted or states) and wanted <= OPEN)
+    return ready or blocked or query.get("overdue", False) or bool((wanted or states) and wanted <= OPEN)
 
 
 def page(items: list, limit: int | None, last: bool = False) -> tuple[list, int]:
@@ -889,10 +968,37 @@ def link(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -
             dependent["blockedBy"] = dependent["blockedBy"] + [blocker_id]
 
 
-def _unlink(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -> None:
+def _follow_parent(change: Change, record: Record, old_parent: int | None, outcome: Outcome) -> None:
+    """The edge that comes and goes with the parent mark (DESIGN §14): the child blocks its
+    parent. A new parent must be a live task that is not completed (its work would be
+    done before its part is), and not the task itself."""
+    task_id, parent = record["id"], parent_of(record)
+    if parent == old_parent:
+        return
+    if old_parent is not None and change.find(old_parent) is not None:
+        _unlink(change, task_id, old_parent, outcome, quiet=True)
+    if parent is None:
+        return
+    if parent == task_id:
+        raise Refused(f"#{task_id} cannot be its own parent", "parent-self", task=task_id)
+    found = change.get(parent)  # missing: 3
+    _refuse_deleted(found, "give it a child")
+    if found["status"] == "completed":
+        raise Refused(
+            f"#{parent} is completed; reopen it (tasks reopen {parent}) before giving it a new child",
+            "parent-completed",
+            task=task_id,
+            parent=parent,
+        )
+    link(change, task_id, parent, outcome)
+
+
+def _unlink(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome, quiet: bool = False) -> None:
     """Remove the edge blocker → dependent from both sides; a note when there was none."""
     blocker, dependent = change.get(blocker_id), change.get(dependent_id)
     if dependent_id not in blocker["blocks"] and blocker_id not in dependent["blockedBy"]:
+        if quiet:
+            return
         outcome.notes.append(
             Note(
                 "not-linked",

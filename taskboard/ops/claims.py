@@ -20,7 +20,7 @@ import time
 
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.model import OPEN, check_owner, ids_text, new_uid
+from ..core.model import OPEN, check_owner, ids_text, new_uid, waits, when_of
 from ..core.outcome import Event, Note, Outcome
 from ..disk.state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
 
@@ -219,7 +219,15 @@ def refusal_of(change: Change, runtime: Runtime, record: Record, owner: str) -> 
     if holder not in ("", owner) and not (status == "in_progress" and runtime.stale(record, entry)):
         return Refused(f"{ref} is held by {holder}")
     blockers = graph.open_blockers(record, change.lookup)
-    return Refused(f"{ref} is blocked by {ids_text(blockers)}") if blockers else None
+    return Refused(f"{ref} is blocked by {ids_text(blockers)}") if blockers else _refusal_waiting(record)
+
+
+def _refusal_waiting(record: Record) -> Refused | None:
+    """A pending task kept out of ready until its `after` time (DESIGN §14)."""
+    if record["status"] != "pending" or not waits(record):
+        return None
+    after = when_of(record, "after")
+    return Refused(f"#{record['id']} waits until {after} (after)", "after", task=record["id"], after=after)
 
 
 def _refusal_elsewhere(task_id: int, other: tuple[str, dict] | None) -> Refused | None:
@@ -679,7 +687,18 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
         for entry in state.entries({r["uid"] for r in chosen if is_uid(r.get("uid"))}).values()
         if (expires := entry.expires()) is not None and expires > runtime.now
     ]
+    # a task kept out until its `after` time comes then: the waiter wakes for it as for a lease
+    expiries += [epoch for r in chosen if r["status"] == "pending" and (epoch := _after_epoch(r)) is not None]
     return hope, min(expiries, default=None)
+
+
+def _after_epoch(record: Record) -> float | None:
+    """When a task kept out of ready by its `after` time comes in (None: it is not kept out)."""
+    if not waits(record):
+        return None
+    import calendar
+
+    return float(calendar.timegm(time.strptime(when_of(record, "after") or "", "%Y-%m-%dT%H:%M:%SZ")))
 
 
 # -- check ---------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ..core.model import (
     new_record,
     now,
     parse_json_value,
+    parse_when,
     refuse_past_ceiling,
 )
 from ..core.outcome import Event, Outcome
@@ -49,6 +50,9 @@ TASK_KEYS = (
     "labels",
     "accept",
     "gate",
+    "parent",
+    "after",
+    "due",
     "metadata",
 )
 META_TEXTS = ("accept", "gate")
@@ -58,7 +62,7 @@ class PlanTask:
     """One task of a plan, checked: its key, the fields of its record, and its edges
     (each a key of the plan, as str, or an id on the board, as int)."""
 
-    __slots__ = ("blocked_by", "blocks", "description", "key", "metadata", "owner", "subject")
+    __slots__ = ("blocked_by", "blocks", "description", "key", "metadata", "owner", "parent", "subject")
 
     def __init__(self, key: str, subject: str, description: str, owner: str, metadata: dict):
         self.key, self.subject, self.description, self.owner, self.metadata = (
@@ -70,6 +74,7 @@ class PlanTask:
         )
         self.blocked_by: list[str | int] = []
         self.blocks: list[str | int] = []
+        self.parent: str | int | None = None  # a key of the plan or an id on the board
 
 
 def parse_plan(data: bytes) -> list[PlanTask]:
@@ -111,7 +116,18 @@ def parse_plan(data: bytes) -> list[PlanTask]:
     for position, (task, item) in enumerate(zip(tasks, items, strict=True)):
         task.blocked_by = _edges(position, task.key, item, "blockedBy", seen)
         task.blocks = _edges(position, task.key, item, "blocks", seen)
+        task.parent = _parent(position, task.key, item, seen)
     return tasks
+
+
+def _parent(position: int, key: str, item: dict, keys: set[str]) -> str | int | None:
+    """A plan task's parent: a key of the plan or an id on the board (the child blocks it)."""
+    if "parent" not in item:
+        return None
+    parent = _edges(position, key, {"parent": [item["parent"]]}, "parent", keys)[0]
+    if parent == key:
+        raise UsageError(f"tasks[{position}] ({key!r}) cannot be its own parent", "plan")
+    return parent
 
 
 def _parse_task(position: int, item: Any) -> PlanTask:
@@ -147,8 +163,10 @@ def _parse_task(position: int, item: Any) -> PlanTask:
                 field = FIELD.get(name)
                 value = _text(item, name, "")
                 metadata[name] = field.check(value) if field and field.check else check_description(value)
+        metadata.update({name: parse_when(_text(item, name, "")) for name in ("after", "due") if name in item})
         if metadata.get("labels") == []:
             del metadata["labels"]
+        metadata.pop("parent", None)  # the plan's own "parent" says it, by key or id
     except UsageError as exc:
         raise UsageError(f"{where}: {exc.message}", "plan") from None
     return PlanTask(key, subject, description, owner, metadata)
@@ -220,7 +238,9 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
     carry each task's `key`, in the plan's order."""
     from .board import link
 
-    named = sorted({other for task in tasks for other in task.blocked_by + task.blocks if isinstance(other, int)})
+    named = sorted(
+        {other for task in tasks for other in [*task.blocked_by, *task.blocks, task.parent] if isinstance(other, int)}
+    )
     board.require_board(named)
     if not tasks:
         return Outcome()
@@ -232,6 +252,14 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
         for task_id in named:
             if change.get(task_id)["status"] == "deleted":
                 raise Refused(f"the plan names #{task_id}, which is deleted", "plan-deleted", task=task_id)
+        for task in tasks:
+            if isinstance(task.parent, int) and change.get(task.parent)["status"] == "completed":
+                raise Refused(
+                    f"the plan gives #{task.parent} a new child ({task.key!r}), but it is completed; "
+                    f"reopen it first (tasks reopen {task.parent})",
+                    "parent-completed",
+                    parent=task.parent,
+                )
         first = store.last_id() + 1
         refuse_past_ceiling(first + len(tasks) - 1)
         ids = {task.key: first + position for position, task in enumerate(tasks)}
@@ -240,14 +268,18 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
         def edge_ids(task: PlanTask) -> list[tuple[int, int]]:
             own = ids[task.key]
             resolve = lambda other: ids[other] if isinstance(other, str) else other  # noqa: E731
-            return [(resolve(b), own) for b in task.blocked_by] + [(own, resolve(d)) for d in task.blocks]
+            parent = [] if task.parent is None else [(own, resolve(task.parent))]  # the child blocks its parent
+            return [(resolve(b), own) for b in task.blocked_by] + [(own, resolve(d)) for d in task.blocks] + parent
 
         edges = sorted({edge for task in tasks for edge in edge_ids(task)})
         _refuse_cycles(edges, change, names)
         stamp = now()
         outcome = Outcome()
         for task in tasks:
-            record = new_record(ids[task.key], task.subject, task.description, task.owner, task.metadata, stamp)
+            metadata = task.metadata
+            if task.parent is not None:
+                metadata = {**metadata, "parent": ids[task.parent] if isinstance(task.parent, str) else task.parent}
+            record = new_record(ids[task.key], task.subject, task.description, task.owner, metadata, stamp)
             change.add(record)
             outcome.events.append(Event(record["id"], "created", key=task.key))
         for blocker, dependent in edges:

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 
 from ..core.model import MARKERS, Record
-from .viewmodel import STATE_LABELS, STUCK_AFTER, Notes, epoch, held_back, span, state, task_line, times
+from .viewmodel import STATE_LABELS, STUCK_AFTER, Notes, epoch, held_back, span, state, task_line, times, when_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -92,6 +92,13 @@ def agent_rows(record: Record, notes: Notes, now: float) -> list[tuple[str, list
         rows.append(("attempts", [f"failed {times(notes.attempts)}{stuck}"]))
         if notes.last_failure:
             rows.append(("last failure", notes.last_failure.split("\n")))
+    if notes.progress is not None:
+        rows.append(("children", [f"{notes.progress[0]}/{notes.progress[1]} done"]))
+    if notes.parent is not None:
+        rows.append(("parent", [f"#{notes.parent}"]))
+    for label, stamp in (("after", notes.after), ("due", notes.due)):
+        if stamp is not None:
+            rows.append((label, [when_text(stamp) + (" (overdue)" if label == "due" and notes.overdue else "")]))
     if "accept" in metadata:
         rows.append(("accept", value_text(metadata["accept"]).split("\n")))
     if "gate" in metadata or notes.gate is not None:
@@ -101,7 +108,15 @@ def agent_rows(record: Record, notes: Notes, now: float) -> list[tuple[str, list
 
 EVENTS_SHOWN = 5  # `get` shows this many of the task's last journal events
 TROUBLE_MARK = "!"
-OWN_ROWS = ("priority", "labels", "accept", "gate")  # metadata keys with a row of their own in `get`
+OWN_ROWS = (
+    "priority",
+    "labels",
+    "accept",
+    "gate",
+    "parent",
+    "after",
+    "due",
+)  # metadata keys with a row of their own in `get`
 
 
 def value_text(value: Any) -> str:

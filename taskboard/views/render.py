@@ -55,7 +55,7 @@ from ..core.model import ids_text as _ids
 from . import viewmodel as views
 from .plain import EVENTS_SHOWN, trouble_words
 from .plain import task_text as plain_text_of_task
-from .viewmodel import STATE_LABELS, Notes, cyclic_ids, epoch, span, state, task_line, times
+from .viewmodel import STATE_LABELS, Notes, cyclic_ids, epoch, span, state, task_line, times, when_text
 
 # -- the colour language ----------------------------------------------------------------
 
@@ -549,7 +549,7 @@ class TaskTable:
             ),
             "status": _Column("status", [self.status(r, key, notes) for r, key, notes, *_ in rows]),
             "priority": _Column("pri", [priority(notes) for _, _, notes, *_ in rows]),
-            "subject": _Column("subject", [Text(r["subject"], style=SUBJECT_STYLES[key]) for r, key, *_ in rows]),
+            "subject": _Column("subject", [_subject_cell(r, key, n) for r, key, n, *_ in rows]),
             "labels": _Column("labels", [Text(", ".join(n.labels), style=LABEL_STYLE) for _, _, n, *_ in rows]),
             "owner": _Column("owner", [Text(r["owner"], style=OWNER_STYLE) for r, *_ in rows]),
             "blocked": _Column("blocked by", [blocked_by(ids) for *_, ids, _ in rows]),
@@ -619,6 +619,14 @@ class TaskTable:
         table = Text("\n").join([header, rule, *body])
         table.no_wrap, table.overflow, table.end = True, "crop", "\n"
         yield table
+
+
+def _subject_cell(record: Record, key: str, notes: Notes) -> Text:
+    """The subject, then what the plan and time say of the task (`3/5 done · due 2026-12-24`)."""
+    cell = Text(record["subject"], style=SUBJECT_STYLES[key])
+    if notes.plan:
+        cell.append("  " + " · ".join(notes.plan), style=TROUBLE if notes.overdue else "dim")
+    return cell
 
 
 def list_view(
@@ -709,6 +717,8 @@ def _card(record: Record, key: str, lookup, unlock: int, plain: bool, notes: Not
         card.append("\nwaits on " + _ids(blockers), style="dim")
     if key == "ready" and unlock:
         card.append(f"\nunlocks {unlock}")
+    if notes.plan:
+        card.append("\n" + " · ".join(notes.plan), style=TROUBLE if notes.overdue else "dim")
     for trouble in trouble_words(notes):
         card.append(f"\n{TROUBLE_MARK} {trouble}", style=TROUBLE)
     if notes.attempts and not notes.stuck:
@@ -1071,6 +1081,41 @@ def show_board(
         _write_svg(picture, svg, title="tasks board")
 
 
+def groups_view(listing, groups: list, plain: bool, context: _Context) -> RenderableType:
+    """`board --by-parent`: each parent's line (its state, subject and progress), its
+    children's lines under it, then the tasks no plan holds."""
+    lines = []
+    for parent, children in groups:
+        if parent is None:
+            lines.append(Text("no parent", style="bold"))
+        else:
+            lines.append(_group_line(parent, context, plain, head=True))
+        lines += [_group_line(child, context, plain) for child in children]
+        lines.append(Text(""))
+    return Group(*lines[:-1]) if lines else Text("no tasks to show", style="dim")
+
+
+def _group_line(record: Record, context: _Context, plain: bool, head: bool = False) -> Text:
+    key = state(record, context.lookup, context.held)
+    notes = context.notes(record)
+    line = Text("" if head else "  ")
+    line.append_text(_mark(record, key, plain))
+    line.append(f" #{record['id']}", style=f"bold {STATE_STYLES[key]}")
+    line.append(" " + record["subject"], style="bold" if head else SUBJECT_STYLES[key])
+    words = [word for word in notes.plan if not word.startswith("part of")]
+    if record["owner"]:
+        line.append(f" @{record['owner']}", style=OWNER_STYLE)
+    if words:
+        line.append("  " + " · ".join(words), style=TROUBLE if notes.overdue else "dim")
+    line.no_wrap, line.overflow = True, "ellipsis"
+    return line
+
+
+def show_groups(listing, groups: list, plain: bool, facts: Facts | None = None, now: float | None = None) -> None:
+    context = _Context(listing, facts, now)
+    _show(groups_view(listing, groups, plain, context), plain)
+
+
 HIGHLIGHT = 60.0  # seconds a changed card stays highlighted in the watch view
 
 
@@ -1267,7 +1312,7 @@ def _neighbour_line(other_id: int, other: Record | None, lookup, plain: bool) ->
 
 
 # metadata keys with a row of their own in `get` (DESIGN §7), shown in this order
-_OWN_ROWS = ("priority", "labels", "accept", "gate")
+_OWN_ROWS = ("priority", "labels", "accept", "gate", "parent", "after", "due")
 
 
 def _value(value: Any) -> str:
@@ -1358,6 +1403,15 @@ def _agent_rows(fields: Table, record: Record, notes: Notes, now: float) -> None
         fields.add_row("attempts", attempts)
         if notes.last_failure:
             fields.add_row("last failure", Text(notes.last_failure))
+    if notes.progress is not None:
+        fields.add_row("children", Text(f"{notes.progress[0]}/{notes.progress[1]} done"))
+    if notes.parent is not None:
+        fields.add_row("parent", Text(f"#{notes.parent}"))
+    for label, stamp in (("after", notes.after), ("due", notes.due)):
+        if stamp is not None:
+            overdue = label == "due" and notes.overdue
+            shown = when_text(stamp) + (" (overdue)" if overdue else "")
+            fields.add_row(label, Text(shown, style=TROUBLE if overdue else ""))
     if "accept" in metadata:
         fields.add_row("accept", Text(_value(metadata["accept"])))
     if "gate" in metadata or notes.gate is not None:
@@ -1725,3 +1779,44 @@ def show_check(problems: list[dict], ok: bool, plain: bool) -> None:
         mark = "fixed" if problem["fixed"] else problem["rule"]
         sys.stderr.write(f"{mark}: {problem['message']}\n")
     sys.stderr.write("board is sound\n" if ok else f"{sum(not p['fixed'] for p in problems)} problem(s) left\n")
+
+
+# -- stats ------------------------------------------------------------------------------
+
+
+def show_stats(found: dict) -> None:
+    """`tasks stats` for a person: the flow figures as a few small tables."""
+    from rich.table import Table as RichTable
+
+    from ..core.stats import duration_words
+
+    window = f"since {found['since']}" if found["since"] else "over the whole journal"
+    parts: list[RenderableType] = [Text(f"Flow {window}, until {found['until']}", style="bold")]
+    times = RichTable(title="Lead and cycle time", title_justify="left", box=None, padding=(0, 2))
+    for column in ("", "tasks", "median", "90%"):
+        times.add_column(column, justify="right" if column else "left")
+    for key, label in (("lead_time", "lead (created → done)"), ("cycle_time", "cycle (claimed → done)")):
+        figures = found[key]
+        times.add_row(label, str(figures["count"]), duration_words(figures["median"]), duration_words(figures["p90"]))
+    parts.append(times)
+    days = RichTable(title=f"Finished: {found['finished']['total']}", title_justify="left", box=None, padding=(0, 2))
+    days.add_column("day")
+    days.add_column("done", justify="right")
+    for day in found["finished"]["per_day"]:
+        days.add_row(day["day"], str(day["count"]))
+    parts.append(days)
+    wip = RichTable(title=f"In progress: {found['wip']['total']}", title_justify="left", box=None, padding=(0, 2))
+    wip.add_column("age")
+    wip.add_column("tasks", justify="right")
+    for label, count in found["wip"]["by_age"].items():
+        wip.add_row(label, str(count), style="" if count else "dim")
+    parts.append(wip)
+    failed = RichTable(title="Failed attempts", title_justify="left", box=None, padding=(0, 2))
+    failed.add_column("task")
+    failed.add_column("attempts", justify="right")
+    for item in found["failed"]:
+        failed.add_row(f"#{item['task']}", str(item["attempts"]), style=TROUBLE if item["attempts"] >= 3 else "")
+    if not found["failed"]:
+        failed.add_row("none", "", style="dim")
+    parts.append(failed)
+    console(False).print(Group(*parts))

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 import textwrap
+import time
 from collections.abc import Collection, Iterable, Mapping
 
 from ..core import graph
-from ..core.model import MARKERS, OPEN, STATUSES, Record, labels_of, priority_of
+from ..core.model import MARKERS, OPEN, STATUSES, Record, labels_of, parent_of, priority_of, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -263,6 +264,15 @@ class Notes:
         gate = fact.get("gate")
         self.gate: Mapping[str, Any] | None = gate if isinstance(gate, Mapping) else None
         self.gate_failed = bool(self.gate and not self.gate.get("ok") and open_task)
+        self.progress = _progress(fact.get("progress"))
+        self.parent = parent_of(record)
+        self.after, self.due, self.overdue = None, None, False  # shown while the task is open
+        if open_task:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+            after = when_of(record, "after")
+            self.after = after if after is not None and after > stamp else None
+            self.due = when_of(record, "due")
+            self.overdue = self.due is not None and self.due < stamp
         self.troubles: list[str] = []
         if cyclic:
             self.troubles.append("in a cycle")
@@ -272,6 +282,21 @@ class Notes:
             self.troubles.append("stuck")
         if self.gate_failed:
             self.troubles.append("gate failed")
+
+    @property
+    def plan(self) -> list[str]:
+        """What a view says of the task's place in the plan and in time (DESIGN §14):
+        `3/5 done`, `part of #12`, `after 2026-12-24 09:00`, `due 2026-12-24`, `overdue`."""
+        words = []
+        if self.progress is not None:
+            words.append(f"{self.progress[0]}/{self.progress[1]} done")
+        if self.parent is not None:
+            words.append(f"part of #{self.parent}")
+        if self.after is not None:
+            words.append(f"after {when_text(self.after)}")
+        if self.due is not None:
+            words.append(f"{'overdue since' if self.overdue else 'due'} {when_text(self.due)}")
+        return words
 
     def gate_result(self, now: float) -> str | None:
         """`failed (exit 1) 4 min ago`, `passed 2 h ago`, or None when it never ran."""
@@ -291,6 +316,45 @@ class Notes:
             text = "failed" + (f" (exit {code})" if isinstance(code, int) else "")
         at = epoch(gate.get("at"))
         return text + (f" {span(now - at)} ago" if at is not None else "")
+
+
+def when_text(stamp: str) -> str:
+    """A time of the record as a person reads it: `2026-12-24` at midnight UTC, else
+    `2026-12-24 09:30` (UTC)."""
+    day, clock = stamp[:10], stamp[11:16]
+    return day if stamp[11:19] == "00:00:00" else f"{day} {clock}"
+
+
+def _progress(value: Any) -> tuple[int, int] | None:
+    """A parent's (done, total) from its facts (commands put it there from the listing)."""
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(type(n) is int for n in value):
+        return (value[0], value[1])
+    return None
+
+
+def parent_groups(records: Iterable[Record]) -> list[tuple[Record | None, list[Record]]]:
+    """`board --by-parent`: each parent (in id order) with its live children, then the
+    tasks that are no one's child and no one's parent (None, and those). A parent that is
+    itself a child shows under its own parent too."""
+    live = [record for record in records if record["status"] != "deleted"]
+    by_id = {record["id"]: record for record in live}
+    children: dict[int, list[Record]] = {}
+    for record in live:
+        parent = parent_of(record)
+        if parent is not None and parent in by_id:
+            children.setdefault(parent, []).append(record)
+    groups: list[tuple[Record | None, list[Record]]] = [(by_id[p], children[p]) for p in sorted(children)]
+    loose = [r for r in live if r["id"] not in children and (parent_of(r) is None or parent_of(r) not in by_id)]
+    if loose:
+        groups.append((None, loose))
+    return groups
+
+
+def with_progress(facts: dict[int, dict], progress: Mapping[int, tuple[int, int]]) -> dict[int, dict]:
+    """The runtime facts with each parent's progress added (what Notes reads)."""
+    for parent, counted in progress.items():
+        facts.setdefault(parent, {})["progress"] = counted
+    return facts
 
 
 def gate_fact(events: Iterable[Mapping[str, Any]]) -> dict | None:

@@ -1,0 +1,218 @@
+"""Issue 24, DESIGN §14, hooks: `tasks hook add EVENT CMD | list | remove` kept in the
+clone's git config, run after the change commits with the event as JSON on stdin, in
+the background with a timeout; a failing hook is journaled and changes nothing; a
+change merged from elsewhere runs none. Real git, real shell scripts, real processes;
+each wait is a bounded poll on a file the hook writes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import tasks_process
+
+
+def wait_for(condition, seconds: float = 30.0):
+    """Poll a real condition (a file a hook writes, a journal line) for at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds} s: {condition.__doc__ or condition}")
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def tasks(repo: Path, *args: str, input: bytes | None = None, env: dict | None = None, code: int = 0):
+    done = tasks_process(*args, cwd=repo, input=input, env=env)
+    done.stdout, done.stderr = done.stdout.decode(), done.stderr.decode()
+    assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+    return done
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    tasks(repo, "init")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "board")
+    return repo
+
+
+def script(folder: Path, name: str, body: str) -> str:
+    """A real hook script; the command that runs it."""
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def json_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    text = path.read_text()
+    if not text.endswith("\n"):
+        return []  # still being written
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_hooks_are_kept_in_git_config_and_listed(repo):
+    tasks(repo, "hook", "add", "completed", "echo done >> log")
+    tasks(repo, "hook", "add", "created", "true")
+    tasks(repo, "hook", "add", "completed", "echo done >> log")  # the same hook once
+    assert json.loads(tasks(repo, "hook", "list", "--json").stdout) == [
+        {"event": "completed", "command": "echo done >> log"},
+        {"event": "created", "command": "true"},
+    ]
+    assert tasks(repo, "hook", "list").stdout == "completed\techo done >> log\ncreated\ttrue\n"
+    assert git(repo, "config", "--local", "--get-all", "tasks.hook.completed") == "echo done >> log\n"
+    assert git(repo, "status", "--porcelain") == ""  # nothing committed changed, nothing new to commit
+    tasks(repo, "hook", "remove", "created")
+    assert [h["event"] for h in json.loads(tasks(repo, "hook", "list", "--json").stdout)] == ["completed"]
+    assert "no hook on created" in tasks(repo, "hook", "remove", "created", code=3).stderr
+    assert "unknown event 'finished'" in tasks(repo, "hook", "add", "finished", "true", code=2).stderr
+    assert "more than one line" in tasks(repo, "hook", "add", "created", "a\nb", code=2).stderr
+
+
+def test_outside_git_hooks_are_refused(tmp_path):
+    board = tmp_path / "plain"
+    board.mkdir()
+    assert "in no git work tree" in tasks(board, "hook", "add", "created", "true", code=2).stderr
+
+
+def test_a_hook_gets_the_event_as_json_after_the_change_commits(repo, tmp_path):
+    seen = tmp_path / "seen.jsonl"
+    # each hook reads its event and the task file as it is when the hook runs
+    recorder = script(
+        tmp_path,
+        "record",
+        "python3 -c 'import json, os, sys; e = json.load(sys.stdin); "
+        'f = os.path.join(os.environ["TASKS_DIR"], "task_%d.json" % e["task"]); '
+        'e["on_disk"] = json.load(open(f))["status"]; print(json.dumps(e))\' '
+        f">> {seen}\n",
+    )
+    for event in ("created", "claimed", "completed", "ready", "released", "failed", "reopened", "deleted"):
+        tasks(repo, "hook", "add", event, recorder)
+    tasks(repo, "create", "Parser")
+    tasks(repo, "create", "Tests", "--blocked-by", "1")
+    tasks(repo, "--as", "alice", "claim", "1")
+    tasks(repo, "done", "1")
+    tasks(repo, "--as", "bob", "claim", "2")
+    tasks(repo, "--as", "bob", "release", "2", "--failed", "--note", "flaky")
+    tasks(repo, "reopen", "1")
+    tasks(repo, "delete", "2")
+
+    def all_events():
+        """the ten events, each written whole"""
+        found = json_lines(seen)
+        return found if len(found) >= 10 else None
+
+    events = wait_for(all_events)
+    assert sorted((e["event"], e["task"]) for e in events) == sorted(
+        [
+            ("created", 1),
+            ("created", 2),
+            ("claimed", 1),
+            ("completed", 1),
+            ("ready", 2),
+            ("claimed", 2),
+            ("released", 2),
+            ("failed", 2),
+            ("reopened", 1),
+            ("deleted", 2),
+        ]
+    )
+    completed = next(e for e in events if e["event"] == "completed")
+    assert completed["record"]["status"] == "completed" and completed["on_disk"] == "completed"
+    failed = next(e for e in events if e["event"] == "failed")
+    assert failed["note"] == "flaky" and failed["actor"] == "bob"
+    assert next(e for e in events if e["event"] == "ready")["record"]["blockedBy"] == []
+
+
+def test_a_failing_hook_is_journaled_and_changes_nothing(repo, tmp_path):
+    tasks(repo, "hook", "add", "completed", script(tmp_path, "fail", "echo it broke >&2; exit 3\n"))
+    tasks(repo, "create", "A")
+    tasks(repo, "done", "1")
+    record = (repo / ".tasks" / "task_1.json").read_bytes()
+
+    def journaled():
+        """hook-failed in the journal"""
+        entries = json.loads(tasks(repo, "log", "1", "--json").stdout)
+        return [e for e in entries if e["event"] == "hook-failed"]
+
+    [failure] = wait_for(journaled)
+    assert failure["hook"] == "completed" and failure["exit"] == 3 and "it broke" in failure["output"]
+    assert (repo / ".tasks" / "task_1.json").read_bytes() == record
+    assert json.loads(tasks(repo, "get", "1", "--json").stdout)["status"] == "completed"
+
+
+def test_a_hook_that_runs_too_long_is_killed_and_journaled(repo, tmp_path):
+    marker = tmp_path / "started"
+    tasks(repo, "hook", "add", "created", script(tmp_path, "slow", f"touch {marker}; sleep 60\n"))
+    began = time.monotonic()
+    tasks(repo, "create", "A", env={"TASKS_HOOK_TIMEOUT": "1"})
+    assert time.monotonic() - began < 20  # the command did not wait for its hook
+
+    def journaled():
+        """a timed-out hook in the journal"""
+        entries = json.loads(tasks(repo, "log", "1", "--json").stdout)
+        return [e for e in entries if e["event"] == "hook-failed"]
+
+    [failure] = wait_for(journaled)
+    assert marker.exists() and failure.get("timed_out") is True
+
+
+def test_tool_calls_run_hooks_too(repo, tmp_path):
+    seen = tmp_path / "seen.jsonl"
+    tasks(repo, "hook", "add", "created", f"cat >> {seen}; echo >> {seen}")
+    call = {"name": "task_create", "input": {"subject": "From a model"}}
+    tasks(repo, "call", input=json.dumps(call).encode())
+
+    def written():
+        """the created event"""
+        return json_lines(seen)
+
+    [event] = wait_for(written)
+    assert event["event"] == "created" and event["record"]["subject"] == "From a model"
+
+
+def test_changes_merged_from_elsewhere_run_no_hook(repo, tmp_path):
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    git(repo, "fetch", "-q", "origin")
+    git(repo, "branch", "-q", "--set-upstream-to=origin/main")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(origin), str(other))
+    tasks(other, "init")
+    tasks(repo, "hook", "add", "completed", f"touch {tmp_path / 'completed-here'}")
+    tasks(repo, "hook", "add", "created", f"touch {tmp_path / 'created-here'}")
+    # the other clone creates and completes a task, and pushes
+    tasks(other, "create", "Theirs")
+    tasks(other, "done", "1")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "their work")
+    git(other, "push", "-q", "origin", "main")
+    git(repo, "pull", "-q", "--no-rebase", "origin", "main")
+    assert json.loads(tasks(repo, "get", "1", "--json").stdout)["status"] == "completed"
+    tasks(repo, "sync")  # a sync merges too, and runs no hook either
+    # a change made here runs its hook; the merged completion ran none before it
+    tasks(repo, "create", "Ours")
+    wait_for((tmp_path / "created-here").exists)
+    assert not (tmp_path / "completed-here").exists()
