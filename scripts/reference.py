@@ -96,6 +96,18 @@ def _visible_options(command: click.Command) -> list[click.Option]:
     return [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
 
 
+def walk(group: click.Group, parent: click.Context, path: tuple[str, ...] = ()):
+    """Every visible command under a group, groups and their commands included, in name order."""
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        if command.hidden:
+            continue
+        ctx = click.Context(command, info_name=name, parent=parent)
+        yield (*path, name), command, ctx
+        if isinstance(command, click.Group):
+            yield from walk(command, ctx, (*path, name))
+
+
 def commands_page() -> str:
     cli = the_cli()
     root = click.Context(cli, info_name="tasks")
@@ -119,11 +131,8 @@ def commands_page() -> str:
         *_options_table([p for p in _visible_options(cli) if p.name != "help"], root),
         "",
     ]
-    for name in sorted(cli.commands):
-        command = cli.commands[name]
-        if command.hidden:
-            continue
-        ctx = click.Context(command, info_name=name, parent=root)
+    for path, command, ctx in walk(cli, root):
+        name = " ".join(path)
         usage = " ".join(["tasks", name, *command.collect_usage_pieces(ctx)])
         own = [p for p in _visible_options(command) if not set(p.opts) & global_names and p.name != "help"]
         arguments = [p for p in command.params if isinstance(p, click.Argument)]
@@ -133,7 +142,13 @@ def commands_page() -> str:
             lines.append("")
         if own:
             lines += [*_options_table(own, ctx), ""]
-        lines += ["Also the [global options](#global-options): `--dir`, `--timeout`, `--as`, `--json`.", ""]
+        if isinstance(command, click.Group):
+            subcommands = ", ".join(
+                f"[{name} {sub}](#{name.replace(' ', '-')}-{sub})" for sub in sorted(command.commands)
+            )
+            lines += [f"Its commands: {subcommands}.", ""]
+        else:
+            lines += ["Also the [global options](#global-options): `--dir`, `--timeout`, `--as`, `--json`.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

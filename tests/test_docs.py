@@ -55,14 +55,14 @@ def test_the_command_reference_names_every_command_and_option():
     for option in cli.params:
         if isinstance(option, click.Option) and option.name != "help":
             assert f"`{option.opts[0]}`" in sections["Global options"], option.opts
-    for command_name, command in cli.commands.items():
-        if command.hidden:
-            continue
+    for path, command, _ctx in reference.walk(cli, click.Context(cli, info_name="tasks")):
+        command_name = " ".join(path)
         assert command_name in sections, f"`tasks {command_name}` is missing from the reference"
         for param in command.params:
             if isinstance(param, click.Option) and not param.hidden and param.name != "help":
                 where = sections[command_name] + sections["Global options"]
                 assert f"`{param.opts[0]}`" in where, f"tasks {command_name} {param.opts[0]}"
+    assert any(len(path) > 1 for path, _, _ in reference.walk(cli, click.Context(cli, info_name="tasks")))
 
 
 def test_the_tool_reference_names_every_tool_and_argument():
@@ -123,6 +123,8 @@ def _check_command_line(cli: click.Group, line: str) -> str | None:
             if word not in cli.commands:
                 return f"{line!r}: `{word}` is no command of tasks"
             command = cli.commands[word]
+        elif isinstance(command, click.Group) and word in command.commands:
+            command = command.commands[word]  # tasks hook add …
     return None
 
 
