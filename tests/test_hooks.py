@@ -216,3 +216,23 @@ def test_changes_merged_from_elsewhere_run_no_hook(repo, tmp_path):
     tasks(repo, "create", "Ours")
     wait_for((tmp_path / "created-here").exists)
     assert not (tmp_path / "completed-here").exists()
+
+
+def test_a_failed_gate_runs_the_failed_hook(repo, tmp_path):
+    seen = tmp_path / "failed.jsonl"
+    tasks(repo, "hook", "add", "failed", f"cat >> {seen}; echo >> {seen}")
+    tasks(repo, "create", "Gated", "--gate", "exit 1")
+    tasks(repo, "done", "1", code=7)  # the gate fails: nothing completed, one failed attempt journaled
+    tasks(repo, "create", "Gated too", "--gate", "exit 2")
+    call = {"name": "task_update", "input": {"taskId": 2, "status": "completed"}}
+    tasks(repo, "call", input=json.dumps(call).encode(), code=7)
+
+    def both():
+        """the two failed events"""
+        found = json_lines(seen)
+        return found if len(found) == 2 else None
+
+    events = sorted(wait_for(both), key=lambda event: event["task"])
+    assert [(e["event"], e["task"]) for e in events] == [("failed", 1), ("failed", 2)]
+    assert [e["gate"]["exit"] for e in events] == [1, 2]
+    assert [e["gate"]["command"] for e in events] == ["exit 1", "exit 2"]

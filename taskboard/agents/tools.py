@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..core.errors import Corrupt, TaskError, UsageError
+from ..core.errors import Corrupt, GateFailed, TaskError, UsageError
 from ..core.model import (
     PRIORITIES,
     REMOVE,
@@ -507,6 +507,12 @@ def dispatch(
     board = open_board(args.pop("board", None) or board_dir, caller, timeout)
     try:
         reply = tool.run(board, args)
+    except GateFailed as exc:  # the failed attempt it journaled runs its hooks (git.hooks)
+        if exc.recorded is not None:
+            from ..git.hooks import fire
+
+            fire(board.store, exc.recorded)
+        raise
     except PermissionError as exc:  # a board this user may not read or write: name it, it is no bug
         raise Corrupt(permission_text(exc), exc.filename or "", "permission") from None
     if reply.outcome is not None and (reply.outcome.journaled or reply.outcome.unblocked):

@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
         fast = _git_entry(args) or fast_command(args, inv)
         return fast() if fast is not None else _run_click(args, inv)
     except TaskError as exc:
+        if getattr(exc, "recorded", None) is not None:  # a failed gate journaled a failed attempt: its hooks
+            from ..git.hooks import fire
+
+            fire(inv.board.store, exc.recorded)  # type: ignore[attr-defined]
         return fail(json_mode, exc.code, error_text(exc), exc.exit_code)
     except BrokenPipeError:
         _silence_stdout()

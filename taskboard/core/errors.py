@@ -56,3 +56,4 @@ class GateFailed(TaskError):
     """Completing a task whose acceptance gate failed: nothing completed (taskboard.gates)."""
 
     code, exit_code = "gate_failed", 7
+    recorded: Any = None  # the failed attempt it journaled (an Outcome): the front end runs its hooks

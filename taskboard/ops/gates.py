@@ -101,8 +101,10 @@ def complete(board: Board, task_id: int, timeout: float | None, attempt: Callabl
         command, seen = first.command, first.seen
     result = run(command, work_tree_top(board.store.root), timeout, task_id)
     if not result.passed:
-        _record_failure(board, task_id, result)
-        raise GateFailed(failure_text(task_id, result), "gate-failed", task=task_id, result=result.summary())
+        recorded = _record_failure(board, task_id, result)
+        failure = GateFailed(failure_text(task_id, result), "gate-failed", task=task_id, result=result.summary())
+        failure.recorded = recorded  # the failed attempt it journaled: its hooks run (git.hooks)
+        raise failure
     return attempt(_confirm(board, command, seen, result))
 
 
@@ -195,7 +197,7 @@ def unsound(change: Change, record: Record) -> str | None:
     return None
 
 
-def _record_failure(board: Board, task_id: int, result: GateResult) -> None:
+def _record_failure(board: Board, task_id: int, result: GateResult) -> Outcome:
     """A failed attempt, as `release --failed` records one (counted in the runtime state,
     taskboard.claims), journaled with the gate's result; the task file stays as it is."""
     from . import claims
@@ -208,7 +210,9 @@ def _record_failure(board: Board, task_id: int, result: GateResult) -> None:
         for event in outcome.events:
             if event.what == "failed":
                 event.data["gate"] = result.summary()
-        change.commit(outcome.events)
+        outcome.written = change.commit(outcome.events)
+        outcome.journaled = change.journaled
+    return outcome
 
 
 def is_gate_failure(note: str) -> bool:
