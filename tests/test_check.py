@@ -71,7 +71,7 @@ CASES = {
         None,
     ),
     "id of wrong type": (
-        lambda b: raw(b, "task_2.json", dumps(record(2, id="2"))),
+        lambda b: raw(b, "task_2.json", dumps(record(2, id="two"))),
         "type",
         "task_2.json",
         2,
@@ -79,7 +79,7 @@ CASES = {
         None,
     ),
     "blocks of wrong type": (
-        lambda b: raw(b, "task_2.json", dumps(record(2, blocks="3"))),
+        lambda b: raw(b, "task_2.json", dumps({**record(2), "blocks": "3"})),
         "type",
         "task_2.json",
         2,
@@ -95,7 +95,7 @@ CASES = {
         None,
     ),
     "owner of wrong type": (
-        lambda b: raw(b, "task_2.json", dumps(record(2, owner=None))),
+        lambda b: raw(b, "task_2.json", dumps(record(2, owner=7))),
         "type",
         "task_2.json",
         2,

@@ -27,7 +27,7 @@ DAMAGE = {
     "binary": lambda b: (b / "task_3.json").write_bytes(bytes(range(256))),
     "an array": lambda b: (b / "task_3.json").write_text("[3]\n"),
     "missing key": lambda b: (b / "task_3.json").write_text(
-        json.dumps({k: v for k, v in record(3).items() if k != "blocks"})
+        json.dumps({k: v for k, v in record(3).items() if k != "subject"})
     ),
     "wrong id": lambda b: (b / "task_3.json").write_text(json.dumps(record(4), indent=2)),
     "unknown status": lambda b: (b / "task_3.json").write_text(json.dumps(record(3, status="wip"), indent=2)),

@@ -719,13 +719,16 @@ def check(inv: Invocation, fix: bool = False) -> int:
     found += claim_ref_problems(inv.board, fix=fix)  # claim refs on the remote (taskboard.remote)
     found += check_problems(inv.board.store, fix=fix)  # what git left or lacks
     problems = [problem_document(problem) for problem in found]
-    ok = all(problem["fixed"] for problem in problems)
+    ok = all(problem.fixed or getattr(problem, "notice", False) for problem in found)
     if inv.json:
         inv.data({"ok": ok, "problems": problems})
     else:
         from ..views import render
 
-        people = [{**problem, "message": shown(problem["message"])} for problem in problems]
+        people = [
+            {**problem, "message": shown(problem["message"]), "notice": getattr(found[at], "notice", False)}
+            for at, problem in enumerate(problems)
+        ]
         render.show_check(people, ok, plain=inv.plain())
     return 0 if ok else 6
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from . import graph
-from .model import EDGE_KEYS, OPEN, Record, encode, parse_json, problems_of, unparsable
+from .model import EDGE_KEYS, OPEN, Record, encode, family_form, parse_json, problems_of, unparsable
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -171,6 +171,7 @@ def read_version(data: bytes, name: str, label: str) -> list[tuple[str | None, R
         if not (isinstance(item, dict) and item.get("side") in SIDES and isinstance(item.get("task"), dict)):
             raise Unmergeable(f"{label}: {PENDING_KEY!r} holds an entry that is not {{'side', 'task'}}")
         entries.append((item["side"], item["task"]))
+    entries = [(side, family_form(entry)[0]) for side, entry in entries]  # as meant (DESIGN §13)
     for _side, entry in entries:
         problems = problems_of(entry, name)
         if problems:

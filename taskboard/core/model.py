@@ -709,11 +709,61 @@ def decode(data: bytes, name: str) -> Record:
         raise Corrupt(f"{name}: {why}", name, "json", reason) from None
     if _plainly_sound(record, name):
         return record
+    record = family_form(record)[0]
     problems = problems_of(record, name)
     if problems:
         rule, message = problems[0]
         raise Corrupt(f"{name}: {message}", name, rule)
     return record
+
+
+# -- the family's spellings (DESIGN §13) ----------------------------------------------------
+
+_DECIMAL = re.compile(r"[1-9][0-9]{0,18}", re.ASCII)
+_FAMILY_EMPTY = {"description": "", "owner": "", "blockedBy": [], "blocks": []}
+
+
+def _family_id(value: Any) -> Any:
+    """An id as the family may write it: a decimal string ("3") is that id; anything else as it is."""
+    if type(value) is str and _DECIMAL.fullmatch(value) and int(value) <= MAX_ID:
+        return int(value)
+    return value
+
+
+def family_form(record: Any) -> tuple[Any, list[str]]:
+    """A record as the s12 family writes it (the chapter's own code, its sibling chapters,
+    scripts, agents with a file tool), read as the record it means: a missing `blocks`,
+    `blockedBy`, `description` or `owner` is empty, `owner: null` is no owner, an id
+    written as a decimal string is that id. Returns the record (a copy when anything was
+    read that way, else the same object) and what was, for `check` to say; anything else
+    is left as it is, for the validation to judge."""
+    if type(record) is not dict:
+        return record, []
+    said: list[str] = []
+    copy = dict(record)
+    for key, empty in _FAMILY_EMPTY.items():
+        if key not in copy:
+            copy[key] = list(empty) if isinstance(empty, list) else empty
+            said.append(f"no {key!r}")
+        elif key == "owner" and copy[key] is None:
+            copy[key] = ""
+            said.append("'owner' is null")
+    if type(copy.get("id")) is str and _family_id(copy["id"]) != copy["id"]:
+        copy["id"] = int(copy["id"])
+        said.append("'id' written as text")
+    for key in EDGE_KEYS:
+        ids = copy[key]
+        if type(ids) is list and any(type(item) is str for item in ids):
+            copy[key] = [_family_id(item) for item in ids]
+            if copy[key] != ids and all(type(item) is not str for item in copy[key]):
+                said.append(f"ids in {key!r} written as text")
+            else:
+                copy[key] = ids  # text that is no id: the validation names it
+    if not said:
+        return record, []
+    ordered = {key: copy[key] for key in KEY_ORDER if key in copy}  # as every reader shows a record
+    ordered.update((key, value) for key, value in copy.items() if key not in ordered)
+    return ordered, said
 
 
 _STATUS_SET = frozenset(STATUSES)

@@ -436,7 +436,8 @@ def settle(store: Store, hook: str | None = None) -> Settled:
             before, damaged = store.read_all()
             if damaged:
                 result = Settled("none")
-                result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
+                if marker or any(merging.PENDING_KEY in record for record in before):  # else no merge to finish
+                    result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
                 return result
             if isinstance(exact, tuple):  # edits since the commit: kept, and the exact merge applied over them
                 _commit, committed, exactly = exact

@@ -13,6 +13,7 @@ from ..core.model import (
     MAX_ID,
     OPEN,
     encode,
+    family_form,
     file_name,
     id_from_file_name,
     parse_json,
@@ -44,9 +45,11 @@ class Problem(Data):
         fixed: bool = False,
         reason: str = "",
         fixable: bool = False,
+        notice: bool = False,
     ):
         self.file, self.task, self.rule, self.message = file, task, rule, message
         self.fixed, self.reason, self.fixable = fixed, reason, fixable
+        self.notice = notice  # said, but the board is sound with it (a family's spelling, DESIGN §13)
 
 
 def run_check(store: Store, change: Change | None = None) -> list[Problem]:
@@ -62,6 +65,9 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
             fixes[task_id] = json.loads(json.dumps(records[task_id]))
         return fixes[task_id]
 
+    for problem in problems:
+        if problem.rule == "family-form" and change is not None and problem.task in records:
+            fixed_copy(problem.task)
     for task_id, record in sorted(records.items()):
         name = file_name(task_id)
         missing = [key for key in EXTENSION_KEYS if key not in record]
@@ -131,9 +137,11 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
             reason, why = unparsable(raw, exc)
             problems.append(Problem(name, task_id, "json", f"{name}: {why}", reason=reason))
             continue
+        record, family = family_form(record)
         found = problems_of(record, name)
         for rule, message in found:
             problems.append(Problem(name, task_id, rule, f"{name}: {message}"))
+        problems += _family_notice(name, task_id, family, bool(found))
         if isinstance(record, dict) and isinstance(record.get("id"), int):
             claimed.setdefault(record["id"], []).append(name)
         if not found:
@@ -148,6 +156,24 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
                 Problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
             )
     return records
+
+
+def _family_notice(name: str, task_id: int, family: list[str], damaged: bool) -> list[Problem]:
+    """A record in a spelling of the s12 family (DESIGN §13), read as meant: said, never
+    damage; --fix (and the next change of it) writes the canonical form."""
+    if not family or damaged:
+        return []
+    return [
+        Problem(
+            name,
+            task_id,
+            "family-form",
+            f"{name}: {'; '.join(family)} (as the s12 family writes it; read as meant, "
+            "and the next change of it or check --fix writes the canonical form)",
+            fixable=True,
+            notice=True,
+        )
+    ]
 
 
 def _metadata_problems(name: str, task_id: int, record: dict) -> list[Problem]:
