@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import tasks_process
+from conftest import TASKS, tasks_process
 from gitboard import git_env, new_clone
+from watching import IN_CLOSE_NOWRITE, IN_CREATE, Watch
 
 from taskboard.model import encode
 
@@ -168,3 +172,105 @@ def test_the_family_record_read_through_a_real_process(tmp_path):
     assert done.returncode == 0, done.stderr
     assert [r["blockedBy"] for r in json.loads(done.stdout)] == [[2], []]
     assert os.path.getsize(board / "task_1.json") > 0
+
+
+# -- finding 1: completion clears every blockedBy that names the task ----------------------------
+
+
+def test_done_clears_a_blocked_by_written_on_one_side(run, board_dir):
+    family_write(board_dir, chapter_task(1, "Write parser"))
+    family_write(board_dir, chapter_task(2, "Write checker", blockedBy=[1]))  # addBlockedBy: one side
+    family_write(board_dir, chapter_task(3, "Ship", blockedBy=[1, 2]))
+    assert run.json("ready") == [run.json("get", "1")]
+    done = run("done", "1", "--json")
+    assert json.loads(done.stderr.splitlines()[0]) == {"unblocked": [2]}
+    assert run.record(2)["blockedBy"] == []
+    assert run.record(3)["blockedBy"] == [2]
+    assert canonical(board_dir / "task_2.json")
+    # what the chapter itself judges ready: status pending and an empty blockedBy
+    chapter_ready = sorted(
+        task["id"]
+        for task in (json.loads(path.read_text()) for path in board_dir.glob("task_*.json"))
+        if task["status"] == "pending" and not task["blockedBy"]
+    )
+    assert chapter_ready == [r["id"] for r in run.json("ready")] == [2]
+
+
+def test_done_clears_a_blocked_by_naming_it_as_text(run, board_dir):
+    family_write(board_dir, chapter_task(1, "Write parser", blocks=["2"]))
+    family_write(board_dir, chapter_task(2, "Write docs", blockedBy=["1"]))
+    run("done", "1")
+    assert run.record(2)["blockedBy"] == [] and run.record(1)["blocks"] == [2]
+    assert [r["id"] for r in run.json("ready")] == [2]
+
+
+# -- findings 2, 3 and 4: writers that take no lock, caught at the exact instant ------------------
+
+
+def tasks_popen(board: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*TASKS, "--dir", str(board), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ)
+    )
+
+
+def test_create_never_replaces_a_file_that_appeared_meanwhile(run, board_dir):
+    run("create", "First")
+    watch = Watch(board_dir / ".scratch", IN_CREATE)
+    creating = tasks_popen(board_dir, "create", "Made by tasks", "--json")
+    staged = watch.wait(lambda name: re.fullmatch(r"\.task_\d+\.json\.\d+\.tmp", name) is not None)
+    os.kill(creating.pid, signal.SIGSTOP)  # tasks chose its id and staged its file; the chapter writes
+    taken = int(staged.split("_")[1].split(".")[0])
+    family_write(board_dir, chapter_task(taken, "Made by the chapter"))
+    os.kill(creating.pid, signal.SIGCONT)
+    out, err = creating.communicate(timeout=60)
+    watch.close()
+    assert creating.returncode == 0, err
+    made = json.loads(out)
+    assert made["id"] == taken + 1 and made["subject"] == "Made by tasks"
+    assert json.loads((board_dir / f"task_{taken}.json").read_text())["subject"] == "Made by the chapter"
+    assert run.record(taken + 1) == made
+    assert [r["subject"] for r in run.json("list")] == ["First", "Made by the chapter", "Made by tasks"]
+
+
+def test_a_change_never_replaces_a_file_changed_after_it_was_read(run, board_dir):
+    run("create", "Write parser")
+    run("create", "Write checker", "--blocked-by", "1")
+    watch = Watch(board_dir, IN_CLOSE_NOWRITE)
+    completing = tasks_popen(board_dir, "done", "1")
+    watch.wait(lambda name: name == "task_2.json")  # tasks has read #2 and will rewrite it
+    os.kill(completing.pid, signal.SIGSTOP)
+    task = json.loads((board_dir / "task_2.json").read_text())  # the chapter's update: load, set, save
+    task["owner"] = "alice"
+    family_write(board_dir, task)
+    os.kill(completing.pid, signal.SIGCONT)
+    _, err = completing.communicate(timeout=60)
+    watch.close()
+    assert completing.returncode == 0, err
+    second = run.record(2)
+    assert (second["owner"], second["blockedBy"]) == ("alice", [])  # the edit kept, and the completion made
+    assert canonical(board_dir / "task_2.json")
+
+
+@pytest.mark.parametrize("first_part", ["", '{\n  "id": 2,\n  "subject": "Wri'])
+def test_a_reader_meeting_a_file_written_in_place_reads_it_again(run, board_dir, first_part):
+    run("create", "Write parser")
+    run("create", "Write checker")
+    path = board_dir / "task_2.json"
+    task = chapter_task(2, "Write checker")
+    watch = Watch(board_dir, IN_CLOSE_NOWRITE)
+    with open(path, "w") as out:  # the chapter's write_text: truncated in place first...
+        out.write(first_part)
+    listing = tasks_popen(board_dir, "list", "--json")
+    watch.wait(lambda name: name == "task_2.json")  # ...the reader met it half written...
+    with open(path, "w") as out:  # ...and the rest of the text comes
+        out.write(json.dumps(task, indent=2))
+    out_text, err = listing.communicate(timeout=60)
+    watch.close()
+    assert listing.returncode == 0, err
+    assert [r["subject"] for r in json.loads(out_text)] == ["Write parser", "Write checker"]
+
+
+def test_a_file_that_stays_empty_is_damage_after_all(run, board_dir):
+    run("create", "Write parser")
+    (board_dir / "task_2.json").write_text("")
+    assert "task_2.json" in run("list", expect=6).stderr

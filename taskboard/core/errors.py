@@ -41,6 +41,16 @@ class Busy(TaskError):
     code, exit_code = "busy", 5
 
 
+class Changed(Busy):
+    """A file this change read was changed by a writer that takes no lock before the change
+    could put its own in place (DESIGN §13): nothing was changed; the change may be redone."""
+
+
+class Taken(Busy):
+    """The name a new task file was to take appeared meanwhile (DESIGN §13): nothing was
+    changed; `create` takes the next id."""
+
+
 class Corrupt(TaskError):
     """A file the operation needs is unreadable; `file` names it, `rule` says what is wrong."""
 

@@ -26,7 +26,7 @@ import stat
 import time
 from contextlib import contextmanager, suppress
 
-from ..core.errors import Busy, Corrupt, NotFound, UsageError
+from ..core.errors import Busy, Changed, Corrupt, NotFound, Taken, UsageError
 from ..core.model import (
     MAX_FILE_BYTES,
     Record,
@@ -42,7 +42,7 @@ from .index import CACHE_NAME, recorded_last, remember_last  # the cache: derive
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from pathlib import Path
     from typing import Any
 
@@ -141,6 +141,41 @@ def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
         return data
     finally:
         os.close(fd)
+
+
+HALF_WRITTEN_AGE = 1.0  # seconds: a file changed this recently may be half written in place
+HALF_WRITTEN_WAIT = 0.25  # seconds: how long such a file is read again before it counts as damaged
+
+
+def settled_bytes(path: str, data: bytes, damage: Corrupt) -> bytes:
+    """A task file that did not parse, read again briefly when it may be half written:
+    empty or not JSON, and changed within the last second (a writer of the s12 family
+    truncates the file, then writes it in place: DESIGN §13). The bytes once they parse
+    as JSON; else `damage` (the file stays damaged, and is reported as such)."""
+    if damage.rule != "json" or damage.reason == "conflict-markers":
+        raise damage
+    try:
+        changed = os.lstat(path).st_ctime
+    except OSError:
+        raise damage from None
+    if time.time() - changed > HALF_WRITTEN_AGE:
+        raise damage
+    deadline, pause = time.monotonic() + HALF_WRITTEN_WAIT, 0.001
+    while time.monotonic() < deadline:
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+        try:
+            data = read_bytes(path)
+        except FileNotFoundError:
+            raise  # removed meanwhile (the family deletes a task so): not found
+        except OSError:
+            raise damage from None
+        try:
+            json.loads(data)
+        except ValueError:
+            continue
+        return data
+    raise damage
 
 
 def _sync_together(files: list[str], folders: list[str]) -> None:
@@ -259,6 +294,8 @@ class Store:
         self._last: int | None = None  # under the write lock: the highest id, once known (see last_id)
         self.replacements = 0  # files replaced by this process; see _crash_point
         self._exclusive = False
+        self.seen: dict[str, int] = {}  # under the write lock: a hash of each task file's bytes as last read
+        self._expect: dict[str, int] = {}  # what the files a write replaces must hold (Store.write)
         self.runtime: Any = None  # taskboard.state.State of this board, made on first use (taskboard.claims)
 
     @property
@@ -331,7 +368,17 @@ class Store:
             if exc.errno == errno.ELOOP and not os.path.islink(f"{self.path}/{name}"):
                 raise unusable(self.root, exc) from None  # the board path loops, not the file
             raise self._unreadable(name, exc) from None
-        return decode(data, name)
+        try:
+            record = decode(data, name)
+        except Corrupt as exc:
+            try:
+                data = settled_bytes(f"{self.path}/{name}", data, exc)
+            except FileNotFoundError:
+                raise NotFound(f"no task #{task_id}") from None
+            record = decode(data, name)
+        if self._exclusive:
+            self.seen[name] = hash(data)
+        return record
 
     def read_all(self) -> tuple[list[Record], list[Corrupt]]:
         """Every readable record in id order, and the damage found on the way."""
@@ -542,6 +589,7 @@ class Store:
             os.close(fd)
             raise
         self._exclusive = True
+        self.seen = {}
         try:
             notes = self.recover()
             if fresh or self._unfinished():  # a board made by any first write keeps its lock out of git
@@ -553,6 +601,7 @@ class Store:
         finally:
             self._exclusive = False
             self._last = None
+            self.seen = {}
             os.close(fd)  # closing drops the flock
 
     def ensure_folder(self) -> bool:
@@ -603,7 +652,12 @@ class Store:
     # -- writing (under the exclusive lock) -----------------------------------
 
     def write(
-        self, files: dict[str, bytes], appends: dict[str, bytes] | None = None, remove: list[str] | None = None
+        self,
+        files: dict[str, bytes],
+        appends: dict[str, bytes] | None = None,
+        remove: list[str] | None = None,
+        new: list[str] | None = None,
+        expect: dict[str, int] | None = None,
     ) -> None:
         """Replace the named board files and append lines to journal shards
         (taskboard.journal) as one change: all of it or none, even if the process is
@@ -616,7 +670,12 @@ class Store:
         done (the lines cut off again, the staged files and the intent removed): nothing
         changed and nothing is left to replay. Moving the files into place needs no
         space; a kill from there on is finished by the next command, since this command
-        could have reported success."""
+        could have reported success.
+
+        Writers that take no lock (DESIGN §13): a file named in `new` is put in place only
+        if no file of that name exists at that instant (else Taken), and no file is
+        replaced whose bytes no longer hash as `expect` says (as the change read them:
+        `seen`), else Changed; either way nothing is changed."""
         assert self._exclusive, "write outside the board lock"
         if not files and not appends and not remove:
             return
@@ -625,8 +684,9 @@ class Store:
 
             check_writable(self.path, appends)
         self._raise_last(files)
-        if len(files) == 1 and not appends and not remove:
-            self._apply(files)
+        self._expect = expect or {}
+        if len(files) == 1 and not appends and not remove and not new:
+            self._write_one(files)
             return
         staged: list[tuple[str, str]] = []
         intent: str | None = None
@@ -651,12 +711,15 @@ class Store:
             raise unusable(self.root, exc, "; nothing was changed") from None
         moved: list[str] = []
         try:
-            self._move_into_place(staged, remove or [], moved)
-        except OSError as exc:
+            self._move_into_place(staged, remove or [], moved, new or [])
+        except (OSError, Busy) as exc:  # Busy: another writer came first (Changed, Taken), before any move
             if not moved:  # refused before any file moved (a board folder without write access): undone
                 self._undo_appends(sizes)
                 self._discard([temp for _, temp in staged] + ([intent] if intent else []))
+                if isinstance(exc, Busy):
+                    raise
                 raise unusable(self.root, exc, "; nothing was changed") from None
+            assert isinstance(exc, OSError)  # Busy comes before any move
             raise unusable(self.root, exc, "; the next command completes the change") from None
         try:
             shards = [os.path.join(self.path, name) for name in appends or ()]
@@ -667,16 +730,49 @@ class Store:
         except OSError as exc:  # the intent is whole and durable: the next command completes the change
             raise unusable(self.root, exc, "; the next command completes the change") from None
 
+    def _write_one(self, files: dict[str, bytes]) -> None:
+        """One file replaced, with nothing to journal: no intent needed."""
+        self._unchanged(files)
+        self._apply(files)
+
+    def _unchanged(self, files: Iterable[str], new: list[str] | None = None) -> None:
+        """Changed, naming the first file to be replaced that another writer changed (or
+        removed) since this change read it; a file this change never read is not judged."""
+        expect = self._expect
+        for name in files:
+            if name not in expect or (new and name in new):
+                continue
+            try:
+                now: int | None = hash(read_bytes(f"{self.path}/{name}"))
+            except OSError:
+                now = None
+            if now != expect[name]:
+                task_id = id_from_file_name(name)
+                raise Changed(
+                    f"#{task_id} ({name}) was changed by another program while this change was made; "
+                    "nothing was changed, try again",
+                    "changed-meanwhile",
+                    task=task_id,
+                )
+
     def _raise_last(self, files: dict[str, bytes]) -> None:
         """The highest id the next writer can be told, with the files this change writes."""
         if self._last is not None:
             self._last = max([self._last] + [id_from_file_name(name) or 0 for name in files])
 
-    def _move_into_place(self, staged: list[tuple[str, str]], remove: list[str], moved: list[str]) -> None:
+    def _move_into_place(
+        self, staged: list[tuple[str, str]], remove: list[str], moved: list[str], new: list[str]
+    ) -> None:
         """The staged files renamed into place and the files that go removed; `moved`
-        names each as it is done, so a failure tells whether anything changed."""
-        for name, temp in staged:
-            os.replace(temp, f"{self.path}/{name}")  # replaces a symlink itself, never its target
+        names each as it is done, so a failure tells whether anything changed. New files
+        go first, each only where no file of its name exists (Taken before anything moved),
+        and none moves when a file it replaces changed since it was read (Changed)."""
+        self._unchanged([name for name, _ in staged], new)
+        for name, temp in sorted(staged, key=lambda item: item[0] not in new):
+            if name in new:
+                self._place_new(name, temp)
+            else:
+                os.replace(temp, f"{self.path}/{name}")  # replaces a symlink itself, never its target
             moved.append(name)
             self._crash_point()
         for name in remove:
@@ -684,6 +780,24 @@ class Store:
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.path, name))
                     moved.append(name)
+
+    def _place_new(self, name: str, temp: str) -> None:
+        """A new task file put in place by a hard link, which fails when the name exists: a
+        file another writer put there meanwhile is never replaced (Taken). Where links are
+        not to be had, the name is looked at just before the rename."""
+        target = f"{self.path}/{name}"
+        try:
+            os.link(temp, target, follow_symlinks=False)
+        except FileExistsError:
+            raise Taken(f"{name} appeared meanwhile", "taken", file=name) from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK):
+                raise
+            if os.path.lexists(target):
+                raise Taken(f"{name} appeared meanwhile", "taken", file=name) from None
+            os.replace(temp, target)
+            return
+        os.unlink(temp)
 
     def _shard_sizes(self, appends: dict[str, bytes]) -> dict[str, int | None]:
         """How long each journal shard is before a change appends to it (None: not there)."""

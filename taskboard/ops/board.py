@@ -13,7 +13,7 @@ import json
 import re
 
 from ..core import graph
-from ..core.errors import Corrupt, NotFound, Refused, UsageError
+from ..core.errors import Changed, Corrupt, NotFound, Refused, Taken, UsageError
 from ..core.model import (
     FIELD,
     META_FIELDS,
@@ -48,7 +48,7 @@ from .coordination import LOCAL
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable
     from typing import Any
 
     from ..disk.index import Snapshot
@@ -146,6 +146,7 @@ class Change:
         self.actor = actor  # who the journal says made the change
         self.journaled: list[dict] = []  # the journal entries the commit appended
         self.records: dict[int, Record] = {}
+        self.read: dict[int, int | None] = {}  # a hash of each record's file as this change read it
         self.before: dict[int, bytes | None] = {}
         self.was: dict[int, tuple[str, str]] = {}  # status and owner of each edited record before the change
         self.runtime: dict[int, dict] = {}  # what to record in the runtime state, by task (taskboard.claims)
@@ -155,6 +156,7 @@ class Change:
     def get(self, task_id: int) -> Record:
         if task_id not in self.records:
             self.records[task_id] = self.store.read(task_id)
+            self.read[task_id] = self.store.seen.get(file_name(task_id))  # what commit expects to replace
         return self.records[task_id]
 
     def find(self, task_id: int) -> Record | None:
@@ -216,16 +218,18 @@ class Change:
             actor = journal.actor_of(self.actor)
             self.journaled = journal.entries(events, actor, journal.stamp())
             appends = {journal.shard_name(actor): journal.encode(self.journaled)}
+        new = [file_name(task_id) for task_id, before in self.before.items() if before is None]
+        expect = {file_name(task_id): seen for task_id in self.before if (seen := self.read.get(task_id)) is not None}
         undo = self.guard(self, moved) if moved and self.guard is not None else None  # refused: nothing written
         try:
             if moved or self.runtime:  # the runtime state follows status and owner (taskboard.claims)
                 from . import claims
 
                 with claims.state_of(self.store).locked():
-                    self.store.write(files, appends)
+                    self.store.write(files, appends, new=new, expect=expect)
                     claims.record(self, moved)
             else:
-                self.store.write(files, appends)
+                self.store.write(files, appends, new=new, expect=expect)
         except BaseException:
             if undo is not None:
                 undo()  # the claim refs moved for this change go back as they were
@@ -465,8 +469,11 @@ class Board:
             for dependent in blocks:
                 link(change, new_id, dependent, outcome)
             _follow_parent(change, record, None, outcome)
-            outcome.written = change.commit(outcome.events)
-            outcome.journaled = change.journaled
+            try:
+                outcome.written = change.commit(outcome.events)
+                outcome.journaled = change.journaled
+            except (Taken, Changed):  # a writer without the lock came first (DESIGN §13): again, anew
+                outcome = self.create(subject, description, blocked_by, blocks, owner, metadata, **fields)
         outcome.notes[:0] = notes
         return outcome
 
@@ -492,11 +499,11 @@ class Board:
         check_note(note)
         check_caller(self.caller)
         if patch.status != "completed":
-            return self._follow(self._update(task_id, patch, force, note, failed, release, retry))
+            return self._follow(_redone(lambda: self._update(task_id, patch, force, note, failed, release, retry)))
         from . import gates
 
         def attempt(gate_check: Any) -> Outcome:
-            return self._update(task_id, patch, force, note, failed, release, retry, gate_check)
+            return _redone(lambda: self._update(task_id, patch, force, note, failed, release, retry, gate_check))
 
         return self._follow(gates.complete(self, task_id, gate_timeout, attempt))
 
@@ -594,11 +601,14 @@ class Board:
         for dependent in patch.add_blocks:
             link(change, task_id, dependent, outcome)
         if status is not None:
-            _set_status(change, edited, status, self.caller)
+            for tid in _set_status(change, edited, status, self.caller):
+                was_ready.setdefault(tid, False)  # it named an open blocker until now
         if patch.owner is not None:
             edited["owner"] = patch.owner
         outcome.unblocked = [
-            tid for tid, ready in was_ready.items() if not ready and graph.is_ready(change.get(tid), change.lookup)
+            tid
+            for tid, ready in sorted(was_ready.items())
+            if not ready and graph.is_ready(change.get(tid), change.lookup)
         ]
 
     def delete(self, task_id: int, force: bool = False) -> Outcome:
@@ -1013,11 +1023,13 @@ def _unlink(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome
     outcome.events.append(Event(dependent_id, "unlinked", blocker=blocker_id, dependent=dependent_id))
 
 
-def _set_status(change: Change, record: Record, status: str, caller: str) -> None:
-    """Move a live task to another live status under the rules of the contract."""
+def _set_status(change: Change, record: Record, status: str, caller: str) -> list[int]:
+    """Move a live task to another live status under the rules of the contract; the
+    tasks a completion cleared that named it in `blockedBy` alone (one side of an edge,
+    as the s12 family writes it)."""
     old, task_id = record["status"], record["id"]
     if status == old:
-        return
+        return []
     if status in ("in_progress", "completed"):
         blockers = graph.open_blockers(record, change.lookup)
         if blockers:
@@ -1032,13 +1044,52 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> Non
             edited = change.edit(dep["id"])
             if task_id not in edited["blockedBy"]:
                 edited["blockedBy"] = edited["blockedBy"] + [task_id]
-    if status == "completed":
-        for dep in dependents:
-            if task_id in dep["blockedBy"]:
-                edited = change.edit(dep["id"])
-                edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
+    one_sided = _clear_completed(change, task_id, dependents) if status == "completed" else []
     if old == "in_progress" and status == "pending":
         record["owner"] = ""  # released; an --owner in the same update sets it again
     if status == "in_progress" and not record["owner"] and caller:
         record["owner"] = caller
     record["status"] = status
+    return one_sided
+
+
+def _clear_completed(change: Change, task_id: int, dependents: list[Record]) -> list[int]:
+    """A completed task leaves every `blockedBy`: its dependents' (the tasks its `blocks`
+    names), and any other open task's that names it; those others, in id order."""
+    for dep in dependents:
+        if task_id in dep["blockedBy"]:
+            edited = change.edit(dep["id"])
+            edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
+    one_sided = _named_in_blocked_by(change, task_id, {dep["id"] for dep in dependents})
+    for dep_id in one_sided:
+        edited = change.edit(dep_id)
+        edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
+    return one_sided
+
+
+REDO = 5  # how many times a change is redone when a writer without the lock came first
+
+
+def _redone(attempt: Callable[[], Outcome]) -> Outcome:
+    """Run a change; when a writer that takes no lock changed a file it read before it could
+    put its own in place (Changed: nothing was written), read again and redo it, a few
+    times; then the change is refused as busy (exit 5), nothing changed (DESIGN §13)."""
+    for _ in range(REDO - 1):
+        try:
+            return attempt()
+        except Changed:
+            continue
+    return attempt()
+
+
+def _named_in_blocked_by(change: Change, task_id: int, known: set[int]) -> list[int]:
+    """Open tasks other than `known` whose `blockedBy` names task_id: a writer of the s12
+    family writes the dependent's side of an edge alone (DESIGN §13). Found among the
+    open records through the board's cache (taskboard.index), as `claim` finds ready work:
+    no closed record is read."""
+    shot = snapshot(change.store)
+    return [
+        tid
+        for tid in sorted(shot.open)
+        if tid != task_id and tid not in known and task_id in shot.open[tid]["blockedBy"]
+    ]

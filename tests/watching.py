@@ -1,0 +1,41 @@
+"""inotify (Linux) for tests that must act at an exact point of another process's work:
+after it read a file, or once it staged one. Waiting on the kernel's event is waiting on
+a real condition, never on a guessed time."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import struct
+
+IN_CLOSE_NOWRITE = 0x10
+IN_CREATE = 0x100
+_HEADER = struct.Struct("iIII")
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Watch:
+    """The events `mask` on the entries of one folder."""
+
+    def __init__(self, folder: os.PathLike | str, mask: int):
+        self.fd = _libc.inotify_init1(os.O_CLOEXEC)
+        if self.fd < 0 or _libc.inotify_add_watch(self.fd, os.fsencode(folder), mask) < 0:
+            raise OSError(ctypes.get_errno(), "inotify")
+        self.buffer = b""
+
+    def wait(self, wanted, timeout: float = 30.0) -> str:
+        """The name of the first entry with an event for which `wanted(name)` is true."""
+        while True:
+            while len(self.buffer) >= _HEADER.size:
+                _wd, _mask, _cookie, length = _HEADER.unpack_from(self.buffer)
+                name = self.buffer[_HEADER.size : _HEADER.size + length].rstrip(b"\0").decode()
+                self.buffer = self.buffer[_HEADER.size + length :]
+                if wanted(name):
+                    return name
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            assert ready, "the awaited file event never came"
+            self.buffer += os.read(self.fd, 65536)
+
+    def close(self) -> None:
+        os.close(self.fd)
