@@ -274,3 +274,32 @@ def test_a_file_that_stays_empty_is_damage_after_all(run, board_dir):
     run("create", "Write parser")
     (board_dir / "task_2.json").write_text("")
     assert "task_2.json" in run("list", expect=6).stderr
+
+
+# -- finding 5: the file wins over a claim another writer ended ------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["completed", "pending"])
+def test_a_claim_another_writer_ended_leaves_check_clean(tmp_path, monkeypatch, ending):
+    for key, value in git_env(tmp_path / "home").items():
+        monkeypatch.setenv(key, value)
+    clone = new_clone(tmp_path / "repo")
+    clone.tasks("create", "Write parser")
+    clone.tasks("create", "Write checker", "--blocked-by", "1")
+    clone.tasks("--as", "bob", "claim", "1")
+    task = json.loads((clone.board / "task_1.json").read_text())  # the chapter's update: load, set, save
+    task["status"] = ending
+    if ending == "pending":
+        task["owner"] = ""
+    family_write(clone.board, task)
+    if ending == "completed":  # and its _clear_dependency: out of every other task's blockedBy
+        dependent = json.loads((clone.board / "task_2.json").read_text())
+        dependent["blockedBy"].remove(1)
+        family_write(clone.board, dependent)
+    checked = clone.tasks.json("check")
+    assert checked == {"ok": True, "problems": []}
+    if ending == "pending":  # given back: another owner takes it, and the board stays sound
+        assert clone.tasks.json("--as", "alice", "claim", "1")["owner"] == "alice"
+    else:
+        assert [r["id"] for r in clone.tasks.json("ready")] == [2]
+    assert clone.tasks.json("check") == {"ok": True, "problems": []}

@@ -8,6 +8,7 @@ import json
 import re
 
 from ..core import graph
+from ..core.errors import Corrupt
 from ..core.model import (
     EXTENSION_KEYS,
     MAX_ID,
@@ -22,7 +23,7 @@ from ..core.model import (
     unparsable,
 )
 from ..core.outcome import Data, Event
-from ..disk.store import Store, read_bytes
+from ..disk.store import Store, read_bytes, settled_bytes
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
             problems.append(Problem(name, task_id, rule, f"{name} cannot be read: {exc.strerror}"))
             continue
         try:
-            record = parse_json(raw)  # as strict as every other reader of the board
+            record = _parsed(store, name, raw)  # as strict as every other reader of the board
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             reason, why = unparsable(raw, exc)
             problems.append(Problem(name, task_id, "json", f"{name}: {why}", reason=reason))
@@ -156,6 +157,19 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
                 Problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
             )
     return records
+
+
+def _parsed(store: Store, name: str, raw: bytes) -> object:
+    """A task file's JSON; one that may be half written in place (empty or not JSON, and
+    changed within the last second: DESIGN §13) is read again briefly first."""
+    try:
+        return parse_json(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        try:
+            again = settled_bytes(f"{store.path}/{name}", raw, Corrupt(str(exc), name, "json"))
+        except (Corrupt, OSError):
+            raise exc from None
+        return parse_json(again)
 
 
 def _family_notice(name: str, task_id: int, family: list[str], damaged: bool) -> list[Problem]:

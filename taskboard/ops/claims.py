@@ -735,6 +735,9 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
     for uid in sorted(names):
         entry = state.read(uid)
         stale = _stale_marks(entry, by_uid.get(uid), state.board)
+        if stale == ["claim"] and _ended_by_the_file(by_uid.get(uid)):
+            _drop_claim(state, uid, by_uid.get(uid))
+            continue
         if not stale:
             continue
         holder = entry.claim["owner"] if entry.claim else ""
@@ -759,6 +762,22 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
             )
         )
     return problems
+
+
+def _ended_by_the_file(record: Record | None) -> bool:
+    """Whether the task's file ended the claim this board recorded: completed, or given
+    back (pending). Another writer did it (DESIGN §13: the s12 family takes no lock and
+    keeps no runtime state), or a checkout put the file back: the file wins."""
+    return record is not None and record["status"] in ("completed", "pending")
+
+
+def _drop_claim(state: State, uid: str, record: Record | None) -> None:
+    """The stale claim on a task whose file ended it, dropped (what the file says stays)."""
+    with state.locked():
+        entry = state.read(uid)
+        if _stale_marks(entry, record, state.board) == ["claim"]:
+            entry.claim = None
+            state.write(entry)
 
 
 def _stale_marks(entry: Entry, record: Record | None, here: str) -> list[str]:
