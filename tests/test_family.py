@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import TASKS, tasks_process
+from conftest import TASKS, Run, tasks_process
 from gitboard import git_env, new_clone
 from watching import IN_CLOSE_NOWRITE, IN_CREATE, Watch
 
@@ -303,3 +303,105 @@ def test_a_claim_another_writer_ended_leaves_check_clean(tmp_path, monkeypatch, 
     else:
         assert [r["id"] for r in clone.tasks.json("ready")] == [2]
     assert clone.tasks.json("check") == {"ok": True, "problems": []}
+
+
+# -- finding 9: Claude Code's task lists ------------------------------------------------------------
+
+
+def claude_list(folder: Path, tasks: list[dict], mark: bool = True) -> Path:
+    """A Claude Code task list: one `N.json` per task (ids as text), `.lock`, `.highwatermark`."""
+    folder.mkdir(parents=True)
+    for task in tasks:
+        (folder / f"{task['id']}.json").write_text(json.dumps(task, indent=2))
+    (folder / ".lock").write_text("")
+    if mark:
+        (folder / ".highwatermark").write_text(str(max(int(task["id"]) for task in tasks)))
+    return folder
+
+
+CLAUDE_TASKS = [
+    {
+        "id": "1",
+        "subject": "Set up the database",
+        "description": "Postgres schema",
+        "activeForm": "Setting up the database",
+        "status": "completed",
+        "blocks": ["2"],
+        "blockedBy": [],
+    },
+    {
+        "id": "2",
+        "subject": "Write the login API",
+        "description": "",
+        "activeForm": "Writing the login API",
+        "status": "in_progress",
+        "blocks": [],
+        "blockedBy": ["1"],
+        "owner": "agent-a",
+        "metadata": {"area": "api"},
+    },
+    {"id": "4", "subject": "Test login", "description": "", "status": "pending", "blocks": [], "blockedBy": ["2", "3"]},
+]
+
+
+@pytest.mark.parametrize("mark", [True, False])
+def test_tasks_pointed_at_a_claude_task_list_says_what_it_is(tmp_path, mark):
+    folder = claude_list(tmp_path / "list", CLAUDE_TASKS, mark=mark)
+    before = sorted(path.name for path in folder.iterdir())
+    for args in (["list"], ["ready", "--json"], ["board"], ["create", "New"]):
+        done = tasks_process("--dir", str(folder), *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert b"Claude Code task list" in done.stderr and b"import --from claude" in done.stderr
+        assert done.stdout == b""
+    assert sorted(path.name for path in folder.iterdir()) == before  # nothing written into it
+
+
+def test_import_from_claude_takes_the_list_in_as_a_plan(run, board_dir, tmp_path):
+    folder = claude_list(tmp_path / "list", CLAUDE_TASKS)
+    run("create", "Already here")
+    created = run.json("import", "--from", "claude", str(folder))["created"]
+    assert created == {"1": 2, "2": 3, "4": 4}  # renumbered onto the board, in the list's order
+    records = {r["id"]: r for r in run.json("list", "--all")}
+    database, login, test = records[2], records[3], records[4]
+    assert (database["status"], login["status"], test["status"]) == ("completed", "in_progress", "pending")
+    assert (database["blocks"], login["blockedBy"]) == ([3], [])  # a completed blocker keeps its edge in blocks
+    assert (login["blocks"], test["blockedBy"]) == ([4], [3])  # the id with no file (#3 removed there) left out
+    assert login["owner"] == "agent-a"
+    assert login["metadata"] == {"area": "api", "claude": {"id": "2", "activeForm": "Writing the login API"}}
+    assert run.json("check") == {"ok": True, "problems": []}
+
+
+def test_import_from_claude_refuses_a_damaged_list_and_changes_nothing(run, board_dir, tmp_path):
+    folder = claude_list(tmp_path / "list", [*CLAUDE_TASKS[:2], {**CLAUDE_TASKS[2], "status": "blocked"}])
+    result = run("import", "--from", "claude", str(folder), expect=2)
+    assert "4.json" in result.stderr and "blocked" in result.stderr
+    assert not board_dir.exists() or not list(board_dir.glob("task_*.json"))
+
+
+def test_export_as_claude_writes_the_open_work_and_comes_back_in(run, board_dir, tmp_path):
+    folder = claude_list(tmp_path / "list", CLAUDE_TASKS)
+    run("import", "--from", "claude", str(folder))
+    out = tmp_path / "out"
+    assert run.json("export", "--format", "claude", str(out)) == {"exported": [2, 3], "folder": str(out)}
+    assert sorted(path.name for path in out.iterdir()) == [".highwatermark", "2.json", "3.json"]
+    login = json.loads((out / "2.json").read_text())
+    assert login == {
+        "id": "2",
+        "subject": "Write the login API",
+        "description": "",
+        "activeForm": "Writing the login API",
+        "status": "in_progress",
+        "blocks": ["3"],
+        "blockedBy": [],
+        "owner": "agent-a",
+        "metadata": {"area": "api"},
+    }
+    assert json.loads((out / "3.json").read_text())["blockedBy"] == ["2"]
+    assert (out / ".highwatermark").read_text() == "3"
+    run("export", "--format", "claude", str(out), expect=2)  # never over a list that is there
+    again = Run(tmp_path / "again" / ".tasks")
+    assert again.json("import", "--from", "claude", str(out))["created"] == {"2": 1, "3": 2}
+    assert [(r["subject"], r["blockedBy"]) for r in again.json("list")] == [
+        ("Write the login API", []),
+        ("Test login", [1]),
+    ]

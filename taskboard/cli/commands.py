@@ -319,6 +319,36 @@ def import_plan(inv: Invocation, data: bytes) -> int:
     return 0
 
 
+def import_claude(inv: Invocation, folder: str) -> int:
+    """`tasks import --from claude DIR`: a Claude Code task list taken in as a plan."""
+    from .importing import created_keys, import_plan, read_claude_list
+
+    outcome = import_plan(inv.board, read_claude_list(folder))
+    created = created_keys(outcome)
+    if inv.json:
+        inv.data({"created": created})
+    else:
+        from .views import task_line
+
+        by_id = {record["id"]: shown_record(record) for record in outcome.written}
+        write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
+        write(sys.stderr, f"imported {len(created)} task(s) from the Claude Code task list {folder}\n")
+    inv.report(outcome)
+    return 0
+
+
+def export_claude(inv: Invocation, folder: str) -> int:
+    """`tasks export --format claude DIR`: the open work as a Claude Code task list."""
+    from .importing import export_claude
+
+    written = export_claude(inv.board, folder)
+    if inv.json:
+        inv.data({"exported": [record["id"] for record in written], "folder": folder})
+    else:
+        write(sys.stderr, f"exported {len(written)} open task(s) to {folder}\n")
+    return 0
+
+
 # The rules of the agent loop, as `tasks prime --full` gives them: (command, what it does).
 LOOP = (
     (

@@ -672,10 +672,22 @@ def _plan_bytes(source: str) -> bytes:
 
 @cli.command(name="import")
 @click.argument("source", metavar="FILE")
+@click.option(
+    "--from",
+    "kind",
+    type=click.Choice(["plan", "claude"]),
+    default="plan",
+    show_default=True,
+    help="A plan file, or a Claude Code task list (a folder of N.json files).",
+)
 @common_options
 @pass_inv
-def import_(inv: Invocation, source):
+def import_(inv: Invocation, source, kind):
     """Create a whole plan as one change, from a JSON file ('-' reads stdin).
+
+    With --from claude, FILE is a Claude Code task list (a folder of N.json files):
+    its tasks come in renumbered onto the board, with their status and edges, and
+    what has no place here (activeForm...) kept in metadata.claude.
 
     Tasks are named by keys; blockedBy/blocks name keys of the plan or ids on the
     board. Nothing is written unless every task and edge is sound.
@@ -685,8 +697,31 @@ def import_(inv: Invocation, source):
                  {"key": "lexer", "subject": "Lexer", "blockedBy": ["setup", 3],
                   "labels": ["parser"], "gate": "make test", "metadata": {"size": 2}}]}
       tasks import plan.json --json    # {"created": {"setup": 12, "lexer": 13}}
+      tasks import --from claude ~/.claude/tasks/my-list
     """
+    if kind == "claude":
+        return commands.import_claude(inv, source)
     return commands.import_plan(inv, _plan_bytes(source))
+
+
+@cli.command()
+@click.argument("folder", metavar="DIR")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["claude"]),
+    required=True,
+    help="claude: a Claude Code task list (a folder of N.json files).",
+)
+@common_options
+@pass_inv
+def export(inv: Invocation, folder, fmt):
+    """Write the board's open work out as a Claude Code task list, in a new or empty DIR.
+
+    \b
+      tasks export --format claude ~/.claude/tasks/my-list
+    """
+    return commands.export_claude(inv, folder)
 
 
 @cli.command()

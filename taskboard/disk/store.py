@@ -54,10 +54,17 @@ DEFAULT_TIMEOUT = 10.0
 GITIGNORE = "# taskboard: the lock, scratch files, runtime state and cache are never committed\n.lock\n.scratch/\n.state/\n.cache/\n"
 JOURNAL_LINE = f"{JOURNAL_FOLDER}/*.jsonl merge=union"  # the journal's shards merge by git's union driver
 GITATTRIBUTES = f"task_*.json text eol=lf merge=tasks\n{JOURNAL_LINE}\n"  # merge=tasks: git.wiring's driver
+CLAUDE_MARK = ".highwatermark"  # Claude Code's task lists keep their highest id in it: no board has one
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 16  # task files are small; a 1 MiB buffer per read cost more than the read
+
+
+def claude_task_names(names: list[str]) -> list[str]:
+    """The task files of a Claude Code task list among a folder's names (`N.json`), in id order."""
+    found = [name for name in names if name.endswith(".json") and name[:-5].isdigit() and name[:-5].isascii()]
+    return sorted(found, key=lambda name: int(name[:-5]))
 
 
 def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
@@ -446,6 +453,7 @@ class Store:
         if self._exclusive:
             yield []
             return
+        self.refuse_claude_list()
         fd = self._open_lock(for_reading=True)
         if fd is None:
             yield []  # no board yet, or a read-only one: nothing can change it meanwhile
@@ -575,6 +583,7 @@ class Store:
             yield []
             return
         fresh = self.ensure_folder()
+        self.refuse_claude_list()
         fd = self._open_lock(for_reading=False)  # a folder, FIFO, socket or link is named, never waited on
         if fd is None:  # the folder went between making it and locking it
             raise self._bad_lock(OSError(errno.ENOENT, "No such file or directory"))
@@ -603,6 +612,22 @@ class Store:
             self._last = None
             self.seen = {}
             os.close(fd)  # closing drops the flock
+
+    def refuse_claude_list(self, names: list[str] | None = None) -> None:
+        """A Claude Code task list where the board should be (DESIGN §13) is named as what
+        it is, never shown as an empty board nor written into: its `.highwatermark` or
+        its first task `1.json` says so, at the cost of an lstat or two; an empty board's
+        `names` (when given) are looked at for its `N.json` files too."""
+        path = self.path
+        marked = os.path.lexists(f"{path}/{CLAUDE_MARK}") or os.path.lexists(f"{path}/1.json")
+        if not marked and not (names and claude_task_names(names)):
+            return
+        count = len(claude_task_names(self.names()))
+        raise UsageError(
+            f"{self.root} is a Claude Code task list ({count} task(s) in N.json files), not a tasks board; "
+            f"take it in as a plan with: tasks import --from claude {self.root}",
+            "claude-list",
+        )
 
     def ensure_folder(self) -> bool:
         """Create the board folder for a first write; True when this call made it."""

@@ -322,6 +322,8 @@ class Board:
         what costs the open work, not the years of finished work."""
         with self.store.reading() as notes:
             shot = snapshot(self.store, history=history)
+        if not shot.ids:  # an empty board, or a Claude Code task list without its mark (DESIGN §13)
+            self.store.refuse_claude_list(self.store.names())
         return Listing(shot, notes, str(self.store.path))
 
     def select(

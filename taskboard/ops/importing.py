@@ -28,12 +28,14 @@ from ..core.model import (
     refuse_past_ceiling,
 )
 from ..core.outcome import Event, Outcome
+from ..disk.store import CLAUDE_MARK, claude_task_names
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
     from .board import Board
+    from .model import Record
 
 MAX_PLAN_BYTES = 16 << 20
 MAX_PLAN_TASKS = 10_000
@@ -62,7 +64,7 @@ class PlanTask:
     """One task of a plan, checked: its key, the fields of its record, and its edges
     (each a key of the plan, as str, or an id on the board, as int)."""
 
-    __slots__ = ("blocked_by", "blocks", "description", "key", "metadata", "owner", "parent", "subject")
+    __slots__ = ("blocked_by", "blocks", "description", "key", "metadata", "owner", "parent", "status", "subject")
 
     def __init__(self, key: str, subject: str, description: str, owner: str, metadata: dict):
         self.key, self.subject, self.description, self.owner, self.metadata = (
@@ -75,6 +77,7 @@ class PlanTask:
         self.blocked_by: list[str | int] = []
         self.blocks: list[str | int] = []
         self.parent: str | int | None = None  # a key of the plan or an id on the board
+        self.status = "pending"  # a plan's tasks are new work; a Claude Code list's keep theirs
 
 
 def parse_plan(data: bytes) -> list[PlanTask]:
@@ -280,6 +283,7 @@ def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
             if task.parent is not None:
                 metadata = {**metadata, "parent": ids[task.parent] if isinstance(task.parent, str) else task.parent}
             record = new_record(ids[task.key], task.subject, task.description, task.owner, metadata, stamp)
+            record["status"] = task.status  # before the edges: a completed blocker keeps its edge in blocks only
             change.add(record)
             outcome.events.append(Event(record["id"], "created", key=task.key))
         for blocker, dependent in edges:
@@ -321,3 +325,133 @@ def created_keys(outcome: Outcome) -> dict[str, int]:
     return {
         event.data["key"]: event.task for event in outcome.events if event.what == "created" and "key" in event.data
     }
+
+
+# -- Claude Code's task lists (DESIGN §13) ------------------------------------------------------
+
+CLAUDE_STATUSES = ("pending", "in_progress", "completed")
+CLAUDE_KEYS = ("id", "subject", "description", "activeForm", "status", "blocks", "blockedBy", "owner", "metadata")
+
+
+def read_claude_list(folder: str) -> list[PlanTask]:
+    """A Claude Code task list (a folder of `N.json`: string ids, `subject`, `description`,
+    `activeForm`, `status`, `blocks`, `blockedBy`, `owner`, `metadata`) as a plan: each task
+    keyed by its id there, its edges kept (either side names one; an id with no file, a
+    task removed there, is left out), what has no place in our record kept in
+    `metadata.claude`. Any flaw is a UsageError naming the file."""
+    import os
+
+    try:
+        names = claude_task_names(os.listdir(folder))
+    except OSError as exc:
+        raise UsageError(f"cannot read the task list {folder}: {(exc.strerror or 'unreadable').lower()}") from None
+    if not names:
+        raise UsageError(f"{folder} holds no Claude Code task (no N.json file)", "plan")
+    documents = {name[:-5]: _claude_document(folder, name) for name in names}
+    if len(documents) > MAX_PLAN_TASKS:
+        raise UsageError(f"the list has {len(documents)} tasks; at most {MAX_PLAN_TASKS} in one import", "plan-too-big")
+    tasks = {key: _claude_task(key, document) for key, document in documents.items()}
+    edges = set()
+    for key, document in documents.items():
+        for name, mine in (("blockedBy", False), ("blocks", True)):
+            for other in map(str, document.get(name) or []):
+                if other in tasks and other != key:
+                    edges.add((key, other) if mine else (other, key))
+    for blocker, dependent in sorted(edges):
+        tasks[dependent].blocked_by.append(blocker)
+    return list(tasks.values())
+
+
+def _claude_document(folder: str, name: str) -> dict:
+    from .store import read_bytes
+
+    try:
+        data = read_bytes(f"{folder}/{name}", MAX_PLAN_BYTES)
+        document = parse_json_value(data.decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot be read ({(exc.strerror or 'unreadable').lower()})", "plan") from None
+    except (ValueError, RecursionError):
+        raise UsageError(f"{name}: not a Claude Code task (not JSON)", "plan") from None
+    if not isinstance(document, dict) or str(document.get("id")) != name[:-5]:
+        raise UsageError(f"{name}: not a Claude Code task (an object whose id is {name[:-5]!r})", "plan")
+    for key in ("blocks", "blockedBy"):
+        if not isinstance(document.get(key, []), list):
+            raise UsageError(f"{name}: {key!r} should list task ids", "plan")
+    return document
+
+
+def _claude_task(key: str, document: dict) -> PlanTask:
+    where = f"{key}.json"
+    try:
+        subject = check_subject(_text(document, "subject", None))
+        description = check_description(_text(document, "description", "") if document.get("description") else "")
+        owner = check_owner(_text(document, "owner", "") if document.get("owner") else "")
+        status = document.get("status", "pending")
+        if status not in CLAUDE_STATUSES:
+            raise UsageError(f"the status {status!r} is none of {', '.join(CLAUDE_STATUSES)}")
+        metadata = document.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise UsageError(f'"metadata" must be an object, not a JSON {_json_name(metadata)}')
+        kept = {name: value for name, value in document.items() if name not in CLAUDE_KEYS or name == "activeForm"}
+        metadata = check_metadata({**metadata, "claude": {"id": key, **kept}})
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", "plan") from None
+    task = PlanTask(key, subject, description, owner, metadata)
+    task.status = status
+    return task
+
+
+def export_claude(board: Board, folder: str) -> list[Record]:
+    """The board's open work written as a Claude Code task list in `folder` (made, or
+    empty): `N.json` per pending or in-progress task with its id as text, its edges among
+    them, `activeForm` and other keys it came in with (metadata.claude) given back, and
+    `.highwatermark`. The records written out, in id order."""
+    import os
+
+    listing = board.listing(history=False)
+    opened = listing.open_records
+    try:
+        os.makedirs(folder, exist_ok=True)
+        if os.listdir(folder):
+            raise UsageError(
+                f"{folder} is not empty; export a task list into a new or empty folder", "export-not-empty"
+            )
+        exported = {record["id"] for record in opened}
+        for record in opened:
+            data = (json.dumps(_claude_of(record, exported), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+            _write_new(folder, f"{record['id']}.json", data)
+        _write_new(folder, CLAUDE_MARK, str(max(exported, default=0)).encode("ascii"))
+    except OSError as exc:
+        raise UsageError(f"cannot write the task list {folder}: {(exc.strerror or 'unwritable').lower()}") from None
+    return opened
+
+
+def _claude_of(record: Record, exported: set[int]) -> dict:
+    """One record as Claude Code keeps a task: ids as text, edges among the exported tasks."""
+    metadata = dict(record.get("metadata") or {})
+    came = metadata.pop("claude", None)
+    came = came if isinstance(came, dict) else {}
+    task: dict[str, Any] = {"id": str(record["id"]), "subject": record["subject"], "description": record["description"]}
+    if isinstance(came.get("activeForm"), str):
+        task["activeForm"] = came["activeForm"]
+    task["status"] = record["status"]
+    task["blocks"] = [str(other) for other in record["blocks"] if other in exported]
+    task["blockedBy"] = [str(other) for other in record["blockedBy"] if other in exported]
+    if record["owner"]:
+        task["owner"] = record["owner"]
+    if metadata:
+        task["metadata"] = metadata
+    for name, value in came.items():
+        if name not in CLAUDE_KEYS:
+            task.setdefault(name, value)
+    return task
+
+
+def _write_new(folder: str, name: str, data: bytes) -> None:
+    """A file of the list written whole under a temporary name, then renamed into place."""
+    import os
+
+    temp = f"{folder}/.{name}.{os.getpid()}.tmp"
+    with open(temp, "wb") as out:
+        out.write(data)
+    os.replace(temp, f"{folder}/{name}")
