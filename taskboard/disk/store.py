@@ -156,11 +156,12 @@ HALF_WRITTEN_WAIT = 0.25  # seconds: how long such a file is read again before i
 
 def settled_bytes(path: str, data: bytes, damage: Corrupt) -> bytes:
     """A task file that did not parse, read again briefly when it may be half written:
-    empty or not JSON, and changed within the last second (a writer of the s12 family
-    truncates the file, then writes it in place: DESIGN §13). The bytes once they parse
-    as JSON; else `damage` (the file stays damaged, and is reported as such)."""
-    if damage.rule != "json" or damage.reason == "conflict-markers":
-        raise damage
+    empty or ending before its closing brace, and changed within the last second (a
+    writer of the s12 family truncates the file, then writes it in place: DESIGN §13).
+    The bytes once they parse as JSON; else `damage` (the file stays damaged, and is
+    reported as such)."""
+    if damage.rule != "json" or damage.reason == "conflict-markers" or data.rstrip().endswith(b"}"):
+        raise damage  # a whole document that does not parse is no write in progress
     try:
         changed = os.lstat(path).st_ctime
     except OSError:
@@ -179,7 +180,7 @@ def settled_bytes(path: str, data: bytes, damage: Corrupt) -> bytes:
             raise damage from None
         try:
             json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         return data
     raise damage
