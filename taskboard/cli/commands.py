@@ -321,14 +321,14 @@ def import_plan(inv: Invocation, data: bytes) -> int:
 
 def import_claude(inv: Invocation, folder: str) -> int:
     """`tasks import --from claude DIR`: a Claude Code task list taken in as a plan."""
-    from .importing import created_keys, import_plan, read_claude_list
+    from ..ops.importing import created_keys, import_plan, read_claude_list
 
     outcome = import_plan(inv.board, read_claude_list(folder))
     created = created_keys(outcome)
     if inv.json:
         inv.data({"created": created})
     else:
-        from .views import task_line
+        from ..views.viewmodel import task_line
 
         by_id = {record["id"]: shown_record(record) for record in outcome.written}
         write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
@@ -339,7 +339,7 @@ def import_claude(inv: Invocation, folder: str) -> int:
 
 def export_claude(inv: Invocation, folder: str) -> int:
     """`tasks export --format claude DIR`: the open work as a Claude Code task list."""
-    from .importing import export_claude
+    from ..ops.importing import export_claude
 
     written = export_claude(inv.board, folder)
     if inv.json:

@@ -34,8 +34,8 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..core.model import Record
     from .board import Board
-    from .model import Record
 
 MAX_PLAN_BYTES = 16 << 20
 MAX_PLAN_TASKS = 10_000
@@ -363,7 +363,7 @@ def read_claude_list(folder: str) -> list[PlanTask]:
 
 
 def _claude_document(folder: str, name: str) -> dict:
-    from .store import read_bytes
+    from ..disk.store import read_bytes
 
     try:
         data = read_bytes(f"{folder}/{name}", MAX_PLAN_BYTES)
