@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import TASKS, Run, tasks_process
 from gitboard import git_env, new_clone
-from taskboard.core.model import encode
 from watching import IN_CLOSE_NOWRITE, IN_CREATE, Watch
+
+from taskboard.core.model import encode
 
 
 def family_write(board: Path, task: dict, task_id: int | None = None) -> Path:
