@@ -150,14 +150,15 @@ def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
         os.close(fd)
 
 
-HALF_WRITTEN_AGE = 1.0  # seconds: a file changed this recently may be half written in place
-HALF_WRITTEN_WAIT = 0.25  # seconds: how long such a file is read again before it counts as damaged
+HALF_WRITTEN_AGE = 1.0  # seconds: a file changed this recently may be half written in place, and is read again
 
 
 def settled_bytes(path: str, data: bytes, damage: Corrupt) -> bytes:
     """A task file that did not parse, read again briefly when it may be half written:
     empty or ending before its closing brace, and changed within the last second (a
-    writer of the s12 family truncates the file, then writes it in place: DESIGN §13).
+    writer of the s12 family truncates the file, then writes it in place: DESIGN §13),
+    is read again every millisecond until it parses or a second has passed since it
+    changed (a writer descheduled on a loaded machine may leave it empty that long).
     The bytes once they parse as JSON; else `damage` (the file stays damaged, and is
     reported as such)."""
     if damage.rule != "json" or damage.reason == "conflict-markers" or data.rstrip().endswith(b"}"):
@@ -168,10 +169,9 @@ def settled_bytes(path: str, data: bytes, damage: Corrupt) -> bytes:
         raise damage from None
     if time.time() - changed > HALF_WRITTEN_AGE:
         raise damage
-    deadline, pause = time.monotonic() + HALF_WRITTEN_WAIT, 0.001
-    while time.monotonic() < deadline:
-        time.sleep(pause)
-        pause = min(pause * 2, 0.02)
+    deadline = time.monotonic() + min(HALF_WRITTEN_AGE - (time.time() - changed), HALF_WRITTEN_AGE) + 0.05
+    while time.monotonic() < deadline:  # until a second has passed since it last changed
+        time.sleep(0.001)  # often: a writer rewriting it again and again leaves it whole only between writes
         try:
             data = read_bytes(path)
         except FileNotFoundError:
