@@ -351,7 +351,7 @@ def test_tasks_pointed_at_a_claude_task_list_says_what_it_is(tmp_path, mark):
     for args in (["list"], ["ready", "--json"], ["board"], ["create", "New"]):
         done = tasks_process("--dir", str(folder), *args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
-        assert b"Claude Code task list" in done.stderr and b"import --from claude" in done.stderr
+        assert b"Claude Code task list" in done.stderr and b"import it" in done.stderr
         assert done.stdout == b""
     assert sorted(path.name for path in folder.iterdir()) == before  # nothing written into it
 

@@ -626,7 +626,7 @@ class Store:
         count = len(claude_task_names(self.names()))
         raise UsageError(
             f"{self.root} is a Claude Code task list ({count} task(s) in N.json files), not a tasks board; "
-            f"take it in as a plan with: tasks import --from claude {self.root}",
+            "import it from Claude Code to take its tasks in as a plan",
             "claude-list",
         )
 

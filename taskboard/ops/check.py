@@ -183,7 +183,7 @@ def _family_notice(name: str, task_id: int, family: list[str], damaged: bool) ->
             task_id,
             "family-form",
             f"{name}: {'; '.join(family)} (as the s12 family writes it; read as meant, "
-            "and the next change of it or check --fix writes the canonical form)",
+            "and the next change of it or a repair writes the canonical form)",
             fixable=True,
             notice=True,
         )
