@@ -643,7 +643,7 @@ def release(inv: Invocation, task_id, note, failed, force):
 @cli.command()
 @click.option("--limit", type=LIMIT, help="How many ready tasks to name (default 5).")
 @click.option("--full", is_flag=True, help="All of it: every task held, reserved or stuck, whole lines.")
-@json_option
+@common_options
 @pass_inv
 def prime(inv: Invocation, limit, full):
     """A short briefing for an agent starting a session: what you hold, what is ready

@@ -284,7 +284,7 @@ class State:
         assert self._held or not self.shared, "state written outside its lock"
         path = f"{self.folder}/{entry.uid}{_SUFFIX}"
         if entry.is_empty():
-            with suppress(FileNotFoundError):
+            with suppress(FileNotFoundError, NotADirectoryError):  # no folder, no entry
                 os.unlink(path)
             return
         self.ensure_folder()
@@ -302,13 +302,24 @@ class State:
         os.replace(temp, path)
 
     def ensure_folder(self) -> None:
-        try:
-            os.makedirs(self.folder, exist_ok=True)
-        except OSError as exc:
-            raise self._unusable(self.folder, exc) from None
-        info = os.lstat(self.folder)
-        if not stat.S_ISDIR(info.st_mode):
-            raise Corrupt(f"{self.folder}: should be a folder (runtime state)", self.folder, "state")
+        """The state folder (and, in git's folder, the `tasks` folder around it), made when
+        first needed: a clone never has them. A link or file in the place of either is
+        runtime debris, replaced by a folder (a link's target is never touched)."""
+        for place in [os.path.dirname(self.folder), self.folder] if self.shared else [self.folder]:
+            try:
+                if stat.S_ISDIR(os.lstat(place).st_mode):
+                    continue
+                os.unlink(place)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise self._unusable(place, exc) from None
+            try:
+                os.mkdir(place)
+            except FileExistsError:
+                pass  # another process made it just now
+            except OSError as exc:
+                raise self._unusable(place, exc) from None
 
     @contextmanager
     def locked(self) -> Iterator[None]:

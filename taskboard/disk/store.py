@@ -878,8 +878,16 @@ class Store:
             raise unusable(self.root, exc, f" (writing {name})") from None
 
     def _make_scratch(self) -> None:
-        with suppress(FileExistsError):
+        """The scratch folder, made when missing; a link or file in its place (never a
+        link's target) is replaced by one."""
+        try:
             os.mkdir(self.scratch_dir)
+        except FileExistsError:
+            if stat.S_ISDIR(os.lstat(self.scratch_dir).st_mode):
+                return
+            os.unlink(self.scratch_dir)
+            with suppress(FileExistsError):
+                os.mkdir(self.scratch_dir)
 
     def _apply(
         self,
@@ -917,7 +925,11 @@ class Store:
         """A new file's content written in the scratch folder; its path there. On failure
         (a full disk) nothing is left behind."""
         temp = f"{self.scratch_dir}/.{name}.{os.getpid()}.tmp"
-        fd = os.open(temp, _WRITE_FLAGS, 0o666)  # 0o666 less the umask, as for any new file
+        try:
+            fd = os.open(temp, _WRITE_FLAGS, 0o666)  # 0o666 less the umask, as for any new file
+        except (FileNotFoundError, NotADirectoryError):  # git never brings it: made when first needed
+            self._make_scratch()
+            fd = os.open(temp, _WRITE_FLAGS, 0o666)
         try:
             view = memoryview(data)
             while view:

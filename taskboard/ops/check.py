@@ -98,6 +98,10 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
         _check_format(store, records, fixes, problems, fixed_copy)
     problems.extend(_journal_problems(store))
     problems.extend(_place_problems(store))
+    if change is not None and any(problem.reason == "state-folder" for problem in problems):
+        from .state import State
+
+        State(str(store.root)).ensure_folder()
     if change is not None and fixes:
         for copy in fixes.values():
             change.rewrite(copy)  # even unchanged content: a re-layout or added keys do not change encode()
@@ -355,8 +359,12 @@ def _place_problems(store: Store) -> list[Problem]:
                 break  # not there yet: made when first needed
             if not kind(mode):
                 link = " (a symbolic link)" if stat.S_ISLNK(mode) else ""
-                said = why or "claims and completions cannot be recorded"
                 name = os.path.relpath(path, root) if rule != "state" else path
+                if rule == "state" and kind is stat.S_ISDIR:  # runtime debris: replaced when next needed
+                    message = f"{name}: should be {what}{link}; check --fix or the next claim replaces it"
+                    found.append(Problem(name, None, rule, message, reason="state-folder", fixable=True))
+                    break
+                said = why or "claims and completions cannot be recorded"
                 found.append(
                     Problem(name, None, rule, f"{name}: should be {what}{link}; {said} until it is moved away")
                 )
