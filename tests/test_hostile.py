@@ -822,11 +822,46 @@ def open_folder():
     shutil.rmtree(folder)
 
 
+# What `tasks` imports (click for the command line, rich for people, filelock for its lock).
+_PRODUCT = ("taskboard", "click", "filelock", "rich", "markdown_it", "mdurl", "pygments")
+
+
+@pytest.fixture(scope="module")
+def tasks_for_anyone():
+    """`tasks` as another user can run it, wherever this checkout lies: a clone in a
+    `mktemp -d` folder (0700) is out of that user's reach, so the product and what it
+    imports are copied to a folder anyone may read, and run by an interpreter that user
+    can run (before: "No module named taskboard" in any private checkout)."""
+    import importlib
+    import sys
+    import tempfile
+
+    if not _as_nobody():
+        yield TASKS
+        return
+    folder = Path(tempfile.mkdtemp(prefix="taskboard-product-"))
+    folder.chmod(0o755)
+    for name in _PRODUCT:
+        source = Path(importlib.import_module(name).__file__ or "").parent
+        shutil.copytree(source, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    candidates = [sys.executable, os.path.realpath(sys.executable), shutil.which("python3"), "/usr/bin/python3"]
+    command = []
+    for python in filter(None, candidates):
+        command = ["env", f"PYTHONPATH={folder}", python, "-s", "-m", "taskboard"]
+        probe = subprocess.run([*_as_nobody(), *command, "--version"], capture_output=True, timeout=60)
+        if probe.returncode == 0:
+            break
+    else:
+        pytest.fail(f"no Python interpreter that the user nobody may run: {candidates}")
+    yield command
+    shutil.rmtree(folder)
+
+
 @pytest.mark.parametrize(
     "args",
     [["update", "1", "-d", "x"], ["done", "1"], ["create", "c"], ["delete", "2"], ["claim", "1", "--owner", "z"]],
 )
-def test_a_board_folder_without_write_access_changes_nothing_then_or_later(open_folder, args):
+def test_a_board_folder_without_write_access_changes_nothing_then_or_later(open_folder, tasks_for_anyone, args):
     """The board folder is read-only to its user but `.scratch/` and `journal/` are not: a
     change stages its files and intent, then cannot move them into place. It must undo
     that and say nothing changed, and no later command may apply it (before: exit 6 "the
@@ -839,7 +874,9 @@ def test_a_board_folder_without_write_access_changes_nothing_then_or_later(open_
         os.chown(board, 65534, 65534)
 
     def run(*command: str):
-        return subprocess.run([*user, *TASKS, "--dir", str(board), *command], capture_output=True, timeout=60)
+        return subprocess.run(
+            [*user, *tasks_for_anyone, "--dir", str(board), *command], capture_output=True, timeout=60
+        )
 
     assert run("create", "a").returncode == 0 and run("create", "b", "--blocked-by", "1").returncode == 0
     before = snapshot(board)

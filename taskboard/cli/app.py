@@ -102,6 +102,7 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
     if parsed is None or (parsed["command"] in ("create", "claim") and not inv.json):
         return None
     command, operands = parsed["command"], parsed["operands"]
+    inv.command = command
     task_id = None
     if command in ("get", "claim") and operands:
         try:

@@ -6,6 +6,7 @@ calls the commonest ones directly. No business rules here: those are the board's
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ..core.errors import UsageError
@@ -272,6 +273,11 @@ def claim(
     need_json(inv, fields)
     lease = lease if lease is not None else env_lease()
     board = inv.board.local() if offline else inv.board
+    if not os.path.isdir(board.store.path):  # not "the plan is finished": there is no plan here
+        from ..core.errors import NotFound
+        from .invocation import no_board_text
+
+        raise NotFound(no_board_text(board.store.path).replace(" (this is read as an empty board)", ""), "no-board")
     name = owner if owner is not None else board.caller
     if wait:
         return show_record(inv, board.claim_wait(task_id, name, lease, seconds), fields)
@@ -378,16 +384,20 @@ def prime(inv: Invocation, limit: int | None = None, full: bool = False) -> int:
     from ..ops.briefing import DEFAULT_READY, brief
 
     briefing = brief(inv.board, limit or DEFAULT_READY)
+    which = inv.which_board()
     if inv.json:
         document = briefing.document()
         if not full:
             for key in ("held", "reserved", "stuck"):
                 document[f"{key}_total"] = len(document[key])
                 document[key] = document[key][:PRIME_SECTION]
+        if which:
+            document["checkout_board"] = inv.checkout_board
         loop = LOOP if full else tuple(zip((command for command, _ in LOOP), SHORT_LOOP, strict=True))
         inv.data(document | {"loop": [{"command": c, "does": d} for c, d in loop]})
     else:
-        write(sys.stdout, briefing_text(briefing) if full else short_briefing(briefing))
+        text = briefing_text(briefing) if full else short_briefing(briefing)
+        write(sys.stdout, text if which is None else f"{shown(which)}\n{text}")
     damage(inv, briefing.listing)
     return 0
 
@@ -599,6 +609,7 @@ def board(
     def select(listing: Listing) -> list | None:
         return inv.board.select(listing, owner=owner, labels=labels) if filtered else None
 
+    _say_which_board(inv, on_stdout=not inv.json and not watch)
     if inv.json:
         from ..views.viewmodel import status_columns
 
@@ -739,11 +750,24 @@ def check_svg_target(path: str, board_root: Any) -> None:
         raise Corrupt(f"cannot write the SVG to {path}: {reason}", path, "unwritable") from None
 
 
+def _say_which_board(inv: Invocation, on_stdout: bool = False) -> None:
+    """Name the board used when it is not the current checkout's: a first line for people
+    (on stdout for the board view), a `{"board": ...}` line on stderr under --json."""
+    which = inv.which_board()
+    if which is None:
+        return
+    if on_stdout:
+        write(sys.stdout, shown(which) + "\n")
+    else:
+        inv.event("board", {"path": inv.board.store.path, "checkout_board": inv.checkout_board}, which)
+
+
 def check(inv: Invocation, fix: bool = False) -> int:
     """Validate every file and invariant; 0 when sound (after fixing), else 6."""
     from ..git.claimrefs import check_problems as claim_ref_problems
     from ..git.wiring import check_problems, finish_for_check
 
+    _say_which_board(inv)
     found = finish_for_check(inv.board.store) if fix else []  # a merge finished first
     found += inv.board.check(fix=fix)
     found += claim_ref_problems(inv.board, fix=fix)  # claim refs on the remote (taskboard.remote)

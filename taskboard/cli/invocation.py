@@ -32,19 +32,24 @@ class Invocation:
         self.json = False
         self.argv: list[str] = []
         self._board: Board | None = None
+        self.command = ""  # the command's name, once known
+        self.checkout_board: str | None = None  # the checkout's own board, when the main worktree's is used
         self.on_board: Callable[[Invocation, Board], None] | None = None  # run once the board is found (app.py)
 
     @property
     def board(self) -> Board:
         """The board, found and opened on first use (a usage error comes first)."""
         if self._board is None:
-            from ..disk.store import DEFAULT_TIMEOUT, Store, board_path
+            from ..disk.store import DEFAULT_TIMEOUT, Store, board_location
             from ..git import claim_authority
             from ..ops.board import Board
 
             timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
-            self._board = Board(Store(board_path(self.board_dir), timeout), caller, claim_authority())
+            path, self.checkout_board = board_location(self.board_dir)
+            self._board = Board(Store(path, timeout), caller, claim_authority())
+            if self.command in READS and not os.path.isdir(path):
+                self.warn(no_board_text(path))
             if self.on_board is not None:
                 self.on_board(self, self._board)
         return self._board
@@ -61,6 +66,15 @@ class Invocation:
             write(sys.stderr, json_text({key: value}) + "\n")
         else:
             write(sys.stderr, shown_lines(human) + "\n")
+
+    def which_board(self) -> str | None:
+        """Which board is used, when it is not the current checkout's (DESIGN section 8)."""
+        if self.board and self.checkout_board is None:  # found first
+            return None
+        return (
+            f"using the main worktree's board {self.board.store.path} (this worktree's own "
+            f"{self.checkout_board} is not used; `git config tasks.worktrees branch` gives each worktree its own)"
+        )
 
     def warn(self, message: str) -> None:
         self.event("warning", message, f"warning: {message}")
@@ -98,6 +112,17 @@ class Invocation:
         else:
             sys.stdout.write(text)
         sys.stdout.flush()
+
+
+READS = frozenset({"get", "list", "ready", "prime", "board", "graph", "log", "check"})  # never make a board
+
+
+def no_board_text(path: str) -> str:
+    """What a command says on a board folder that does not exist (DESIGN section 4)."""
+    return (
+        f"there is no board at {path}: make one there with tasks init, "
+        "or name another with --dir PATH or TASKS_DIR (this is read as an empty board)"
+    )
 
 
 def plain_output() -> bool:

@@ -299,6 +299,7 @@ def cli(ctx: click.Context, board_dir, timeout, caller, json_):
     """
     inv = ctx.ensure_object(Invocation)
     inv.board_dir, inv.timeout, inv.caller_flag = board_dir, timeout, caller
+    inv.command = ctx.invoked_subcommand or ""
     inv.json = inv.json or json_
 
 

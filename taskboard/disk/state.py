@@ -102,13 +102,63 @@ def _git_common_dir(top: str) -> str | None:
     return os.path.normpath(folder) if os.path.isdir(folder) else None
 
 
-def _small_text(path: str) -> str | None:
+def main_worktree(top: str) -> str | None:
+    """The top of the clone's main worktree when `top` is the top of a linked worktree
+    (its `.git` a file naming a folder that has `commondir`) and the clone works one
+    plan: None for a main worktree, a submodule, a bare main, or when git's config says
+    `tasks.worktrees = branch` (the clone's, the worktree's or the user's)."""
+    text = _small_text(os.path.join(top, ".git"))
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    git_dir = os.path.join(top, text[len("gitdir:") :].strip())
+    common = _small_text(os.path.join(git_dir, "commondir"))
+    if not common or not common.strip():
+        return None
+    common_dir = os.path.normpath(os.path.join(git_dir, common.strip()))
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    files = [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    files += [os.path.join(common_dir, "config"), os.path.join(git_dir, "config.worktree")]
+    settings = _git_config(files)
+    if settings.get(("tasks", "worktrees"), "").lower() == "branch":
+        return None
+    if settings.get(("core", "bare"), "").lower() in ("true", "yes", "on", "1"):
+        return None
+    main = os.path.dirname(common_dir)
+    if os.path.basename(common_dir) != ".git" or not os.path.isdir(common_dir):
+        return None  # a bare clone (or a git folder kept apart): no main worktree to share
+    return main
+
+
+def _git_config(files: list[str]) -> dict[tuple[str, str], str]:
+    """The plain `[section]` / `key = value` settings of git config files, the later file
+    winning, as git reads them (names case-insensitive; includes are not followed)."""
+    found: dict[tuple[str, str], str] = {}
+    for path in files:
+        text = _small_text(path, 1 << 16)
+        section = ""
+        for raw in (text or "").splitlines():
+            line = raw.strip()
+            if line.startswith("["):
+                section = line[1:].partition("]")[0].strip().lower()
+                continue
+            if not line or line[0] in "#;" or not section or " " in section:
+                continue
+            key, equals, value = line.partition("=")
+            value = value.split("#")[0].split(";")[0].strip().strip('"') if equals else "true"
+            found[(section, key.strip().lower())] = value
+    return found
+
+
+def _small_text(path: str, limit: int = 4096) -> str | None:
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
         return None
     try:
-        return os.read(fd, 4096).decode("utf-8", "replace")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
     except OSError:
         return None
     finally:

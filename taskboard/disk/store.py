@@ -67,37 +67,63 @@ def claude_task_names(names: list[str]) -> list[str]:
     return sorted(found, key=lambda name: int(name[:-5]))
 
 
-def find_board(explicit: str | None, cwd: Path | None = None) -> Path:
+def find_board(explicit: str | None, cwd: Path | None = None, shared: bool = True) -> Path:
     """`board_path` as a Path."""
     from pathlib import Path
 
-    return Path(board_path(explicit, cwd))
+    return Path(board_path(explicit, cwd, shared))
 
 
-def board_path(explicit: str | None, cwd: str | Path | None = None) -> str:
-    """--dir, else TASKS_DIR, else the nearest .tasks/ walking up, but not past the top
+def board_path(explicit: str | None, cwd: str | Path | None = None, shared: bool = True) -> str:
+    """The board a command uses (see `board_location`); `shared=False`: the current
+    checkout's own, never the main worktree's (git's hooks finish a worktree's own files)."""
+    return board_location(explicit, cwd, shared)[0]
+
+
+def board_location(explicit: str | None, cwd: str | Path | None = None, shared: bool = True) -> tuple[str, str | None]:
+    """(the board, the current checkout's own board when the board used is another one).
+    --dir, else TASKS_DIR, else the nearest .tasks/ walking up, but not past the top
     of the git work tree (a board above the repository is never used by accident),
-    else .tasks/ at the top of the git work tree, else ./.tasks/. A path given but
-    empty is a mistake (an unset shell variable), never a reason to look elsewhere.
-    (Strings, not pathlib: its import is ~3 ms of every command's start-up.)"""
+    else .tasks/ at the top of the git work tree, else ./.tasks/. In a linked worktree
+    that path is taken in the clone's main worktree, whose board every worktree works
+    (DESIGN section 8). A path given but empty is a mistake (an unset shell variable),
+    never a reason to look elsewhere. (Strings, not pathlib: its import is ~3 ms of
+    every command's start-up.)"""
     if explicit is not None:
         if not explicit:
             raise UsageError("the board path is empty; name a folder, or leave it out to find the board", "empty-dir")
-        return explicit
+        return explicit, None
     if "TASKS_DIR" in os.environ:
         if not os.environ["TASKS_DIR"]:
             raise UsageError("TASKS_DIR is set but empty; name a folder, or unset it to find the board", "empty-dir")
-        return os.environ["TASKS_DIR"]
+        return os.environ["TASKS_DIR"], None
     here = os.path.join(os.getcwd(), os.fspath(cwd)) if cwd is not None else os.getcwd()
-    folder = here
+    folder, nearest = here, None
     while True:
-        candidate = os.path.join(folder, ".tasks")
-        if os.path.isdir(candidate) or _is_work_tree_top(folder):
-            return candidate
+        if nearest is None and os.path.isdir(os.path.join(folder, ".tasks")):
+            nearest = os.path.join(folder, ".tasks")
+        if _is_work_tree_top(folder):
+            candidate = nearest or os.path.join(folder, ".tasks")
+            return _main_worktrees(candidate, folder) if shared else (candidate, None)
         parent = os.path.dirname(folder)
         if parent == folder:
-            return os.path.join(here, ".tasks")
+            return nearest or os.path.join(here, ".tasks"), None
         folder = parent
+
+
+def _main_worktrees(candidate: str, top: str) -> tuple[str, str | None]:
+    """The board at `candidate`'s place in the clone's main worktree when `top` is a
+    linked worktree's and the main worktree has a board folder there; else `candidate`.
+    Read from `.git` files, never by running git: a stat when `.git` is a folder."""
+    if not os.path.isfile(os.path.join(top, ".git")):
+        return candidate, None
+    from .state import main_worktree
+
+    main = main_worktree(top)
+    if main is None:
+        return candidate, None
+    shared = os.path.join(main, os.path.relpath(candidate, top))
+    return (shared, candidate) if os.path.isdir(shared) else (candidate, None)
 
 
 def _is_work_tree_top(folder: str) -> bool:

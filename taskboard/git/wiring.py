@@ -434,7 +434,7 @@ def settle(store: Store, hook: str | None = None) -> Settled:
             after = expected.records
         else:
             before, damaged = store.read_all()
-            if damaged:
+            if damaged:  # damage, not a merge, when no merge touched the board: check names it as such
                 result = Settled("none")
                 if marker or any(merging.PENDING_KEY in record for record in before):  # else no merge to finish
                     result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
@@ -580,7 +580,7 @@ def run_hook(argv: list[str]) -> int:
     try:
         boards = read_marker(repo).get("boards", []) if repo.marker.exists() else []
         if not boards and name == "post-merge":  # a pull may bring a merge another clone did not finish
-            board = repo.relative(find_board(None))
+            board = repo.relative(find_board(None, shared=False))  # this worktree's own files
             changed = repo.git("diff", "--name-only", "ORIG_HEAD", "HEAD", "--", board, check=False).splitlines()
             if any(merging.PENDING_KEY in _read_text(repo.top / path) for path in changed):
                 boards = [board]

@@ -755,7 +755,7 @@ class Board:
         nor start or complete a pending task reserved for another owner, unless forced;
         an override is recorded with both names."""
         holder = record["owner"]
-        if not self.caller or holder in ("", self.caller) or record["status"] not in OPEN:
+        if holder in ("", self.caller) or record["status"] not in OPEN:
             return
         if record["status"] == "in_progress":
             touched = [name for name in _GUARDED if patch.values.get(name, record[name]) != record[name]]
@@ -766,6 +766,18 @@ class Board:
             if patch.status not in ("in_progress", "completed"):
                 return
             message = f"#{record['id']} is reserved for {holder}; you are {self.caller}"
+        if not self.caller:  # a person at the shell: trusted, but never silently (DESIGN §3)
+            from ..disk.journal import login_name
+
+            by = login_name()
+            outcome.events.append(Event(record["id"], "forced", holder=holder, by=by))
+            said = f"#{record['id']} was {'held' if record['status'] == 'in_progress' else 'reserved'} by {holder}"
+            outcome.notes.append(
+                Note(
+                    "override", f"{said}: changed by {by} as an override (journaled)", task=record["id"], holder=holder
+                )
+            )
+            return
         if not force:
             raise Refused(message, "held", task=record["id"], holder=holder, caller=self.caller)
         outcome.events.append(Event(record["id"], "forced", holder=holder, by=self.caller))

@@ -99,7 +99,7 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     problems.extend(_journal_problems(store))
     problems.extend(_place_problems(store))
     if change is not None and any(problem.reason == "state-folder" for problem in problems):
-        from .state import State
+        from ..disk.state import State
 
         State(str(store.root)).ensure_folder()
     if change is not None and fixes:
@@ -140,7 +140,8 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
             record = _parsed(store, name, raw)  # as strict as every other reader of the board
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             reason, why = unparsable(raw, exc)
-            problems.append(Problem(name, task_id, "json", f"{name}: {why}", reason=reason))
+            hint = "; repair it by hand (in a clone, git diff shows what changed since the last commit)"
+            problems.append(Problem(name, task_id, "json", f"{name}: {why}{hint}", reason=reason))
             continue
         record, family = family_form(record)
         found = problems_of(record, name)

@@ -22,7 +22,7 @@ from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
 from ..core.model import OPEN, check_owner, ids_text, new_uid, waits, when_of
 from ..core.outcome import Event, Note, Outcome
-from ..disk.state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
+from ..disk.state import MAX_NOTE, STUCK_AFTER, Entry, State, duration_text, format_duration, is_uid, iso
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -592,13 +592,10 @@ def claim_wait(
             claimed, refused = _attempt(board, task_id, owner, lease)
             if claimed is not None:
                 return claimed
-            hope, expiry = prospects(board, owner, task_id)
+            hope, expiry, reasons = prospects(board, owner, task_id)
             if not hope:
                 raise refused or NotFound(
-                    f"nothing is left that could come to {owner}: every open task is done, held by "
-                    "you, reserved for someone else, stuck, or waits on one of those",
-                    "nothing-left",
-                    owner=owner,
+                    f"nothing is left that could come to {owner}: {reasons}", "nothing-left", owner=owner
                 )
             if watcher is None:
                 watcher = watcher_for([str(board.store.root), state_of(board.store).folder])
@@ -636,12 +633,13 @@ def _attempt(board: Board, task_id: int | None, owner: str, lease: float | None)
         return None, exc
 
 
-def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, float | None]:
+def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
     """(whether some open task — task_id, when given — could still come to `owner`, the
-    next moment a lease runs out). A task can come unless it is stuck, reserved for
-    someone else, held by the owner itself, completed in another worktree, or waits on
-    a task that cannot finish without the owner or a person (stuck, held by the owner,
-    completed only elsewhere, unreadable, or on a cycle)."""
+    next moment a lease runs out, and when none can, every reason why in words). A task
+    can come unless it is stuck, reserved for someone else, held by the owner itself,
+    completed in another worktree, or waits on a task that cannot finish without the
+    owner or a person (stuck, held by the owner, completed only elsewhere, unreadable, or
+    on a cycle)."""
     listing = board.listing(history=False)  # only open tasks can come, and only open blockers hold them
     state = state_of(board.store)
     runtime = Runtime(state)
@@ -665,23 +663,26 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
             )
         return finishing[blocker_id]
 
-    def could_come(record: Record) -> bool:
+    def why_not(record: Record) -> str | None:
+        """None when the task could come to `owner`, else the reason it cannot."""
         status = record["status"]
         if status not in OPEN:
-            return False
+            return "done"
         entry = runtime.entry(record)
         other = runtime.elsewhere(entry)
-        if entry.stuck or (other is not None and other[0] == "completed"):
-            return False
+        if entry.stuck:
+            return "stuck"
+        if other is not None and other[0] == "completed":
+            return "elsewhere"
         if status == "pending" and record["owner"] not in ("", owner):
-            return False  # reserved for someone else
+            return "reserved"  # for someone else
         if status == "in_progress" and record["owner"] == owner:
-            return False  # an agent never waits on itself
+            return "yours"  # an agent never waits on itself
         path = frozenset({record["id"]})
-        return all(can_finish(b, path) for b in graph.open_blockers(record, listing.lookup))
+        return None if all(can_finish(b, path) for b in graph.open_blockers(record, listing.lookup)) else "waiting"
 
     chosen = listing.open_records if task_id is None else [records[task_id]] if task_id in records else []
-    hope = any(could_come(record) for record in chosen)
+    hope = any(why_not(record) is None for record in chosen)
     expiries = [
         expires
         for entry in state.entries({r["uid"] for r in chosen if is_uid(r.get("uid"))}).values()
@@ -689,7 +690,33 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
     ]
     # a task kept out until its `after` time comes then: the waiter wakes for it as for a lease
     expiries += [epoch for r in chosen if r["status"] == "pending" and (epoch := _after_epoch(r)) is not None]
-    return hope, min(expiries, default=None)
+    reasons = "" if hope else _reasons(chosen, why_not, len(board.store.task_ids()) if task_id is None else None)
+    return hope, min(expiries, default=None), reasons
+
+
+_REASONS = (
+    ("stuck", "stuck (failed {stuck} times: a person must put it back)"),
+    ("elsewhere", "completed in another worktree"),
+    ("reserved", "reserved for someone else"),
+    ("yours", "held by you"),
+    ("waiting", "waiting on one of those, on a cycle, or on an unreadable task"),
+)
+
+
+def _reasons(chosen: list[Record], why_not: Any, on_board: int | None) -> str:
+    """Every reason that applies, each with the tasks it holds back (the first few)."""
+    grouped: dict[str, list[int]] = {}
+    for record in chosen:
+        grouped.setdefault(why_not(record) or "", []).append(record["id"])
+    parts = []
+    for key, words in _REASONS:
+        ids = grouped.get(key, [])
+        if ids:
+            named = ", ".join(f"#{i}" for i in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            parts.append(f"{named} {words.format(stuck=STUCK_AFTER)}")
+    if on_board is not None and not chosen:
+        return "every task is done" if on_board else "the board has no tasks"
+    return "; ".join(parts) if parts else "every open task is done"
 
 
 def _after_epoch(record: Record) -> float | None:
