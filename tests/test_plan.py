@@ -345,6 +345,7 @@ def test_discovery_stops_at_the_top_of_the_work_tree(tmp_path):
 
 
 def test_a_linked_worktree_has_its_own_top(tmp_path):
+    """A board above a linked worktree is never found by walking up (its `.git` file marks a top)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -354,9 +355,15 @@ def test_a_linked_worktree_has_its_own_top(tmp_path):
     write_board(repo / ".tasks", [record(1, "main's")])
     subprocess.run([*git, "worktree", "add", "-q", str(repo / "wt" / "feature")], check=True)
     inside = repo / "wt" / "feature"
+    subprocess.run([*git, "config", "tasks.worktrees", "branch"], check=True)  # a board per branch
     assert tasks_process("create", "feature's", cwd=inside).returncode == 0
     assert json.loads((inside / ".tasks" / "task_1.json").read_text())["subject"] == "feature's"
     assert json.loads((repo / ".tasks" / "task_1.json").read_text())["subject"] == "main's"
+    # by default worktrees work the main worktree's board: found by git's folders, not by walking up
+    subprocess.run([*git, "config", "--unset", "tasks.worktrees"], check=True)
+    assert tasks_process("create", "for everyone", cwd=inside).returncode == 0
+    assert json.loads((repo / ".tasks" / "task_2.json").read_text())["subject"] == "for everyone"
+    assert not (inside / ".tasks" / "task_2.json").exists()
 
 
 # -- prime ------------------------------------------------------------------------------------------------------

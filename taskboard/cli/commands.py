@@ -362,7 +362,8 @@ LOOP = (
         "take the next task (waits while work may still come; exit 3: the plan is finished); "
         "the lease lets another agent take it over after 15 min without a change or note from you",
     ),
-    ("tasks done ID --note TEXT", "you finished it"),
+    ("tasks renew ID", "while you work, well within the lease (any change or note you make renews it too)"),
+    ("tasks done ID --note TEXT", "you finished it (exit 7: its gate failed, counted as a failed attempt: release it)"),
     ("tasks release ID --failed --note WHY", "you could not: give it back (3 failures make a task stuck)"),
     ("tasks note ID TEXT", "leave word for whoever comes next (tasks log ID shows what happened)"),
 )
