@@ -277,7 +277,7 @@ def claim(
         from ..core.errors import NotFound
         from .invocation import no_board_text
 
-        raise NotFound(no_board_text(board.store.path).replace(" (this is read as an empty board)", ""), "no-board")
+        raise NotFound(no_board_text(board.store.path, reading=False), "no-board")
     name = owner if owner is not None else board.caller
     if wait:
         return show_record(inv, board.claim_wait(task_id, name, lease, seconds), fields)

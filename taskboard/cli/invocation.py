@@ -69,10 +69,11 @@ class Invocation:
 
     def which_board(self) -> str | None:
         """Which board is used, when it is not the current checkout's (DESIGN section 8)."""
-        if self.board and self.checkout_board is None:  # found first
+        board = self.board  # found first: that sets checkout_board
+        if self.checkout_board is None:
             return None
         return (
-            f"using the main worktree's board {self.board.store.path} (this worktree's own "
+            f"using the main worktree's board {board.store.path} (this worktree's own "
             f"{self.checkout_board} is not used; `git config tasks.worktrees branch` gives each worktree its own)"
         )
 
@@ -117,12 +118,10 @@ class Invocation:
 READS = frozenset({"get", "list", "ready", "prime", "board", "graph", "log", "check"})  # never make a board
 
 
-def no_board_text(path: str) -> str:
+def no_board_text(path: str, reading: bool = True) -> str:
     """What a command says on a board folder that does not exist (DESIGN section 4)."""
-    return (
-        f"there is no board at {path}: make one there with tasks init, "
-        "or name another with --dir PATH or TASKS_DIR (this is read as an empty board)"
-    )
+    read = " (this is read as an empty board)" if reading else ""
+    return f"there is no board at {path}: make one there with tasks init, or name another with --dir PATH or TASKS_DIR{read}"
 
 
 def plain_output() -> bool:
