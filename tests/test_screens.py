@@ -523,7 +523,7 @@ def test_get_shows_the_tasks_last_events_from_the_journal(tmp_path):
     run("--as", "alice", "claim", "1")
     run("note", "1", "half done")
     for word in ("first", "second", "third"):
-        run("update", "1", "-d", word)
+        run("--as", "alice", "update", "1", "-d", word)  # the holder: no override to journal
     shown = run("get", "1").stdout
     events = shown.split("last events")[1]
     assert "created" not in events  # the last five of seven, oldest first
@@ -628,6 +628,7 @@ def test_what_ready_holds_back_counts_as_blocked_in_every_view(tmp_path):
     tasks("create", "Release", "--blocked-by", "1", cwd=repo)
     git("add", "-A", cwd=repo)
     git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "plan", cwd=repo)
+    git("config", "tasks.worktrees", "branch", cwd=repo)  # a board per worktree, claims shared
     git("worktree", "add", "-q", "-b", "two", str(tmp_path / "two"), cwd=repo)
     tasks("claim", "2", cwd=tmp_path / "two", owner="bob")  # held in the other worktree
     for attempt in (1, 2, 3):
