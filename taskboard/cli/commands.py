@@ -370,7 +370,8 @@ LOOP = (
 # The same rules in the words of a short prime.
 SHORT_LOOP = (
     "take the next task (exit 3: the plan is finished; renew within 15 min)",
-    "you finished it",
+    "while you work (else another agent takes it over)",
+    "you finished it (7: its gate failed; release it)",
     "you could not (3 failures: stuck)",
     "leave word (tasks log ID shows what happened)",
 )

@@ -362,7 +362,7 @@ def _place_problems(store: Store) -> list[Problem]:
                 link = " (a symbolic link)" if stat.S_ISLNK(mode) else ""
                 name = os.path.relpath(path, root) if rule != "state" else path
                 if rule == "state" and kind is stat.S_ISDIR:  # runtime debris: replaced when next needed
-                    message = f"{name}: should be {what}{link}; check --fix or the next claim replaces it"
+                    message = f"{name}: should be {what}{link}; a check with repairs, or the next claim, replaces it"
                     found.append(Problem(name, None, rule, message, reason="state-folder", fixable=True))
                     break
                 said = why or "claims and completions cannot be recorded"
