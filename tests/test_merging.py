@@ -253,6 +253,7 @@ def test_board_merge_is_idempotent(seed, base_ops, ours_ops, theirs_ops):
 
 @given(SEEDS, st.integers(0, 12), st.integers(0, 10), st.integers(0, 10))
 @example(seed=12, base_ops=8, ours_ops=7, theirs_ops=1)
+@example(seed=1392069, base_ops=10, ours_ops=4, theirs_ops=2)
 @board_settings
 def test_parked_tasks_settle_to_the_exact_merge(seed, base_ops, ours_ops, theirs_ops):
     """Git's file-by-file result, finished without the commits, equals the exact merge
@@ -260,6 +261,7 @@ def test_parked_tasks_settle_to_the_exact_merge(seed, base_ops, ours_ops, theirs
     base, ours, theirs = grow(seed, base_ops, (ours_ops, theirs_ops))
     exact = merge_boards(base.values(), ours.values(), theirs.values())
     settled = settle_pending(merged_files(base, ours, theirs))
+    assert [p for p in graph_problems(exact.records) if not p.startswith("cycle")] == []
     assert sorted(settled.records) == sorted(exact.records)
     assert [p for p in graph_problems(settled.records) if not p.startswith("cycle")] == []
     shared = {i for i in set(ours) & set(theirs) if ours[i]["uid"] != theirs[i]["uid"]}

@@ -328,8 +328,9 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
     mine, other = _Side(ours, old), _Side(theirs, old)
     merged: dict[str, Record] = {}
     notes: list[str] = []
-    # A task the same on all three sides stays as it is: every change that could touch its
-    # lists (an edge, a deletion, a completion next to it) would have changed it on that side.
+    # A task the same on all three sides stays as it is, unless a change next to it that did
+    # not touch it on its side touches it now (a blocker reopened on one side while the
+    # other added a history edge to it): its lists are checked against the derived ones.
     quiet = {
         key
         for key, record in mine.by_key.items()
@@ -360,7 +361,7 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
         ((key, record["id"], final[key]) for key, record in merged.items() if final[key] != record["id"]),
         key=lambda move: move[2],
     )
-    result.records, derived = _derive(merged, pairs, final, quiet)
+    result.records, derived = _derive(merged, pairs, final, quiet, old.at)
     result.notes = sorted(notes) + [f"#{old_id} (uid {uid}) became #{new}" for uid, old_id, new in result.moved]
     result.notes += derived
     return result
@@ -403,7 +404,11 @@ def same(a: Any, b: Any) -> bool:
 
 
 def _derive(
-    records: dict, pairs: set[tuple], final: dict, quiet: frozenset | set = frozenset()
+    records: dict,
+    pairs: set[tuple],
+    final: dict,
+    quiet: frozenset | set = frozenset(),
+    names: dict[int, str] | None = None,
 ) -> tuple[dict[int, Record], list[str]]:
     """The board by final id with both lists written from one edge relation: `blocks`
     holds every edge of a live task (a completed one's as history), `blockedBy` those whose
@@ -415,6 +420,8 @@ def _derive(
     blocks: dict = {key: set() for key in records}
     blocked: dict = {key: set() for key in records}
     dropped: dict = {}
+    if quiet:  # a quiet task's own lists state edges no other pair may (a history edge): read them too
+        pairs = pairs | _quiet_pairs(records, quiet, names or {})
     for blocker, dependent in pairs:
         if blocker in live and dependent in live:
             blocks[blocker].add(dependent)
@@ -426,8 +433,8 @@ def _derive(
                     dropped.setdefault(end, set()).add(far)
     out: dict[int, Record] = {}
     for key, record in records.items():
-        if key in quiet:
-            out[final[key]] = record
+        if key in quiet and _lists_hold(record, blocks[key], blocked[key], final):
+            out[final[key]] = record  # unchanged, and no change next to it (a reopened blocker) touches it
             continue
         new = dict(record)
         new["id"] = final[key]
@@ -443,6 +450,23 @@ def _derive(
     cycles = graph.find_cycles({task_id: list(record["blocks"]) for task_id, record in out.items()})
     notes += [f"the merge closed the cycle {graph.format_cycle(cycle)}; remove one of its edges" for cycle in cycles]
     return out, notes
+
+
+def _quiet_pairs(records: dict, quiet: frozenset | set, names: dict[int, str]) -> set[tuple]:
+    """The edges quiet tasks' own lists state, their ids read as the ancestor's (a task the
+    same on every side names the tasks it named there)."""
+    found = set()
+    for key in quiet:
+        record = records[key]
+        found |= {(key, names[i]) for i in record.get("blocks", ()) if names.get(i) in records}
+        found |= {(names[i], key) for i in record.get("blockedBy", ()) if names.get(i) in records}
+    return found
+
+
+def _lists_hold(record: Record, blocks: set, blocked: set, final: dict) -> bool:
+    return record.get("blocks") == sorted(final[k] for k in blocks) and record.get("blockedBy") == sorted(
+        final[k] for k in blocked
+    )
 
 
 def settle_pending(entries: Iterable[Record]) -> BoardMerge:
