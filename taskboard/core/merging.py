@@ -316,14 +316,18 @@ class _Side:
         return found
 
 
-def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterable[Record]) -> BoardMerge:
+def merge_boards(
+    base: Iterable[Record], ours: Iterable[Record], theirs: Iterable[Record], published: bool = False
+) -> BoardMerge:
     """Three versions of a board merged exactly. Tasks are matched by uid and merged with
     `merge_record`; the edges are one relation of (blocker, dependent) pairs of uids,
     merged as a set (an edge one side added is kept, one a side removed goes), so every
     edge follows its task when the task is renumbered. A deleted task loses every edge;
     `blockedBy` lists an edge's blocker only while it is open (a completion on one side
     unblocks the other side's new dependents). Tasks that want one id: one keeps it
-    (`_keeper_rank`), the others move to fresh ids above every id either side used."""
+    (`_keeper_rank`), the others move to fresh ids above every id either side used.
+    `published`: theirs is what a remote already holds (sync), so a task at an id there
+    keeps it, and the one of ours that was not pushed yet moves (DESIGN §8)."""
     old = _Side(base)
     mine, other = _Side(ours, old), _Side(theirs, old)
     merged: dict[str, Record] = {}
@@ -355,7 +359,7 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
         notes += [f"uid {key} is in two files on one side; the first one was kept" for key in side.duplicates]
     base_pairs, our_pairs, their_pairs = old.pairs(quiet), mine.pairs(quiet), other.pairs(quiet)
     pairs = (our_pairs & their_pairs) | (our_pairs - base_pairs) | (their_pairs - base_pairs)
-    final = _place(merged, old, [mine, other])
+    final = _place(merged, old, [mine, other], other if published else None)
     result = BoardMerge({})
     result.moved = sorted(
         ((key, record["id"], final[key]) for key, record in merged.items() if final[key] != record["id"]),
@@ -367,8 +371,9 @@ def merge_boards(base: Iterable[Record], ours: Iterable[Record], theirs: Iterabl
     return result
 
 
-def _place(merged: dict[str, Record], old: _Side, sides: list[_Side]) -> dict[str, int]:
-    """The final id of every task: the id it merged to, unless another task keeps that id."""
+def _place(merged: dict[str, Record], old: _Side, sides: list[_Side], published: _Side | None) -> dict[str, int]:
+    """The final id of every task: the id it merged to, unless another task keeps that id
+    (the one at that id on the `published` side, when there is one)."""
     wanted: dict[int, list[str]] = {}
     for key, record in merged.items():
         wanted.setdefault(record["id"], []).append(key)
@@ -379,7 +384,10 @@ def _place(merged: dict[str, Record], old: _Side, sides: list[_Side]) -> dict[st
     final: dict[str, int] = {}
     movers: list[str] = []
     for task_id, keys in wanted.items():
-        keeper = min(keys, key=lambda key: _keeper_rank(key, merged[key], old.at.get(task_id)))
+        held = old.at.get(task_id)
+        if published is not None and published.at.get(task_id) in keys:
+            held = held if held in keys else published.at.get(task_id)
+        keeper = min(keys, key=lambda key: _keeper_rank(key, merged[key], held))
         final[keeper] = task_id
         movers += [key for key in keys if key != keeper]
     for key in sorted(movers, key=lambda key: (str(merged[key].get("createdAt", "")), key)):

@@ -102,16 +102,22 @@ class Git:
         self.cwd = str(store.root if store.root.is_dir() else store.root.parent)
 
     def run(
-        self, *args: str, input: bytes | None = None, network: bool = False, check: bool = False
+        self,
+        *args: str,
+        input: bytes | None = None,
+        network: bool = False,
+        check: bool = False,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
     ) -> subprocess.CompletedProcess:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+        env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
         env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")
         import subprocess  # here: `ready` asks this module whether claims go to a remote, and must not pay for it
 
         try:
             done = subprocess.run(
                 ["git", *args],
-                cwd=self.cwd,
+                cwd=cwd or self.cwd,
                 input=input,
                 capture_output=True,
                 env=env,
@@ -126,8 +132,8 @@ class Git:
             raise UsageError(f"git {args[0]} failed: {err(done)}", "git-failed")
         return done
 
-    def out(self, *args: str, input: bytes | None = None) -> str:
-        return self.run(*args, input=input, check=True).stdout.decode("utf-8", "replace").strip()
+    def out(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
+        return self.run(*args, input=input, check=True, env=env).stdout.decode("utf-8", "replace").strip()
 
 
 def err(done: subprocess.CompletedProcess) -> str:

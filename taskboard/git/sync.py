@@ -1,15 +1,30 @@
 """`tasks sync`: the board meets the remote (DESIGN §9). Commit the board's own pending
 changes (only paths under the board: the user's other work, staged or not, is never
-part of it), fetch, merge as in §8 (the merge driver and the settle of taskboard.gitwire),
-finish the board so `check` is clean, push; when the push is refused because the remote
+part of it), fetch, merge as in §8, push; when the push is refused because the remote
 moved meanwhile, fetch and merge again (a bounded number of times). Then say what came
 in: new tasks, tasks completed elsewhere, tasks now ready.
 
+Crash-only: a kill -9 at any instant leaves nothing that jams git or the next sync.
+Every commit is built with plumbing on a private index (`GIT_INDEX_FILE` in the git
+folder): the board's commit, and the merge, made by `git merge-tree --write-tree`
+(no merge driver, no hook, no MERGE_HEAD, no `index.lock` of git's) with the board's
+files merged exactly by uid here (merging.merge_boards; a task the remote already has
+keeps its id, the local one not pushed yet moves: DESIGN §8). Only when the new commit
+is pushed (or needs no push) is it landed, the one step that touches what the user
+sees: a marker names it in the git folder, the board's files are written as one
+all-or-nothing change of the store (edits made meanwhile are kept, merged by uid),
+files outside the board that the remote changed are checked out, HEAD moves by a
+compare-and-swap, and the index's board entries follow under an `index.lock` this
+process takes itself, tagged so that the next sync knows it as its own. The next sync,
+before anything else, finishes a landing the marker names and removes what a killed
+sync left (its tagged lock, its private files). A sync lock in the git folder makes a
+second sync of the clone wait for the first.
+
 Failures: no git work tree, a detached HEAD, no remote: usage (2); git in the middle of
 a merge or rebase, a merge git cannot make without a person (a conflict outside the
-board, local changes in the way, staged changes): refused (4), with the merge undone;
-the remote cannot be reached: busy (5), and the board is as it was before the sync
-(a merge already made is undone with `git reset --keep`, which keeps every local change).
+board, local changes in a file the merge would change): refused (4), with nothing
+merged; the remote cannot be reached: busy (5). Either way the board's own changes are
+committed and nothing else moved.
 
 sync always merges, whatever `pull.rebase` says: a merge never rewrites commits other
 clones may already have, and needs no clean work tree.
@@ -17,23 +32,33 @@ clones may already have, and needs no clean work tree.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from pathlib import Path
 
 from ..cli.invocation import Invocation, write
 from ..core import graph
 from ..core.errors import Busy, Refused, UsageError
 from . import wiring as gitwire
-from .claimrefs import Git, config_of, err
+from .claimrefs import NETWORK_TIMEOUT, Git, config_of, err
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from ..core.model import Record
+    from ..disk.store import Store
     from ..ops.board import Board
 
 ATTEMPTS = 5  # pushes tried while the remote keeps moving
 MESSAGE = "tasks: sync the board"
+PREFIX = "tasks-sync"  # the names of sync's own files in the work tree's git folder
+LOCK = f"{PREFIX}.lock"  # one sync of a work tree at a time
+MARKER = f"{PREFIX}.json"  # a landing under way: {"from", "to", "snapshot"}
+TAG = b"taskboard sync: a lock of the index taken by tasks sync\n"  # in an index.lock it took
+ZERO = "0" * 40
 
 
 class Synced:
@@ -66,7 +91,7 @@ class Synced:
 
 
 def run(inv: Invocation, remote: str | None) -> int:
-    result = sync(inv.board, remote)
+    result = sync(inv.board, remote, waiting=lambda: inv.warn("another sync of this clone is running; waiting for it"))
     if inv.json:
         inv.data(result.document())
         for line in result.notes:
@@ -93,7 +118,9 @@ def run(inv: Invocation, remote: str | None) -> int:
     return 0
 
 
-def sync(board: Board, name: str | None = None) -> Synced:
+def sync(board: Board, name: str | None = None, waiting: Any = None) -> Synced:
+    """One sync (see the module's words); `waiting` is called once if another sync of this
+    work tree runs and this one waits for it."""
     store = board.store
     repo = gitwire.find_repo(store.root)
     if repo is None or not store.root.is_dir():
@@ -104,6 +131,17 @@ def sync(board: Board, name: str | None = None) -> Synced:
     branch = git.run("symbolic-ref", "-q", "--short", "HEAD").stdout.decode().strip()
     if not branch:
         raise Refused("HEAD is detached: check out a branch, then sync", "detached-head")
+    with _sync_lock(repo, store, waiting):
+        plumbing = _Plumbing(git, repo, path)
+        try:
+            return _sync_locked(board, plumbing, branch, name)
+        finally:
+            plumbing.clean()
+
+
+def _sync_locked(board: Board, plumbing: _Plumbing, branch: str, name: str | None) -> Synced:
+    store, git, repo = board.store, plumbing.git, plumbing.repo
+    plumbing.recover(board)
     busy = repo.in_progress()
     if busy:
         raise Refused(f"git is in the middle of an operation ({busy}): finish or abort it, then sync", "git-busy")
@@ -111,15 +149,18 @@ def sync(board: Board, name: str | None = None) -> Synced:
     result = Synced(name, merge_ref.removeprefix("refs/heads/"))
     before = _snapshot(board)
     config = config_of(store)
-    commit = _commit_board(git, path)
-    if commit:
+    old = _rev(git, "HEAD")
+    with store.writing():  # the board as one moment shows it: no change is half in the commit
+        commit = plumbing.commit_board(old)
+    _stop("committed")
+    if commit != old and commit is not None:
         result.committed.append(commit)
-    start = _rev(git, "HEAD")  # what a failed sync comes back to: the board as it was, committed
     try:
-        _exchange(board, git, repo, path, name, merge_ref, result)
+        target = _exchange(plumbing, name, merge_ref, commit, result)
     except (Busy, Refused):
-        _undo(git, start, result)
+        plumbing.land(board, old, commit, commit)  # the board's own commit stays; nothing else moves
         raise
+    plumbing.land(board, old, target, commit)
     if config is not None and config.name == name:  # claim refs: fetched, and ours brought up to date
         from .claimrefs import check_problems
 
@@ -130,9 +171,9 @@ def sync(board: Board, name: str | None = None) -> Synced:
     return result
 
 
-def _exchange(board: Board, git: Git, repo: gitwire.Repo, path: str, name: str, merge_ref: str, result: Synced) -> None:
-    """Fetch, merge, finish the board, push; again while the remote moves meanwhile."""
-    store = board.store
+def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None, result: Synced) -> str | None:
+    """Fetch, merge, push; again while the remote moves meanwhile. The commit to land."""
+    git = plumbing.git
     tracking = f"refs/remotes/{name}/{result.branch}"
     for attempt in range(1, ATTEMPTS + 1):
         result.attempts = attempt
@@ -142,28 +183,526 @@ def _exchange(board: Board, git: Git, repo: gitwire.Repo, path: str, name: str, 
             remote_head = _rev(git, tracking)
         elif b"couldn't find remote ref" not in fetched.stderr:
             raise Busy(f"the remote {name} cannot be reached: {err(fetched)}", "remote-unreachable", remote=name)
-        if remote_head and git.run("merge-base", "--is-ancestor", remote_head, "HEAD").returncode != 0:
-            result.notes += _merge(git, repo, name, tracking, path)
-            result.merged = True
-            settled = gitwire.settle(store)
-            result.notes += [line for line in gitwire.describe(settled, path) if "commit them" not in line]
-            board.check(fix=True)
-            commit = _commit_board(git, path, "tasks: finish merging the board")
-            if commit:
-                result.committed.append(commit)
-        if _rev(git, "HEAD") == remote_head:
-            return
-        pushed = git.run("push", "--porcelain", "--no-verify", name, f"HEAD:{merge_ref}", network=True)
+        target, notes = plumbing.combine(commit, remote_head, name, tracking)
+        result.merged = target not in (commit, remote_head)
+        if result.merged and target is not None:
+            result.committed.append(target)
+        _stop("merged")
+        if target is None or target == remote_head:
+            result.notes += notes
+            return target
+        pushed = git.run("push", "--porcelain", "--no-verify", name, f"{target}:{merge_ref}", network=True)
         flag = _push_flag(pushed, merge_ref)
         if flag is None:
             raise Busy(f"the remote {name} cannot be reached: {err(pushed)}", "remote-unreachable", remote=name)
         if flag != "!":
             result.pushed = True
-            return
+            result.notes += notes
+            _stop("pushed")
+            return target
+        if result.merged:
+            result.committed.pop()
+        result.merged = False
         moved = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
         if (moved[0] if moved else None) == remote_head:  # not a race: the remote refuses this push
             raise Refused(f"{name} refused the push: {err(pushed)}", "push-refused", remote=name)
     raise Busy(f"{name} kept moving: {ATTEMPTS} pushes were refused; sync again", "remote-moving", remote=name)
+
+
+def _stop(point: str) -> None:
+    # Test hook (tests/test_sync_kill.py): TASKS_TEST_SYNC_KILL=POINT makes this process
+    # SIGKILL itself there; TASKS_TEST_SYNC_WAIT=POINT:FIFO makes it say so in FIFO.reached
+    # and wait until the test writes to the FIFO.
+    if os.environ.get("TASKS_TEST_SYNC_KILL") == point:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+    wait = os.environ.get("TASKS_TEST_SYNC_WAIT", "")
+    if wait.partition(":")[0] == point:
+        fifo = wait.partition(":")[2]
+        Path(f"{fifo}.reached").touch()
+        with open(fifo, "rb") as f:
+            f.read(1)
+
+
+def _sync_lock(repo: gitwire.Repo, store: Store, waiting: Any = None) -> Any:
+    """One sync of a work tree at a time: a second one waits for the first (the kernel's
+    lock, dropped when its holder dies), then runs on what the first left."""
+    import contextlib
+    import fcntl
+    import time
+
+    @contextlib.contextmanager
+    def held() -> Iterator[None]:
+        fd = os.open(repo.git_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+        try:
+            told = waiting
+            deadline = time.monotonic() + store.timeout + 2 * NETWORK_TIMEOUT  # the other may be on the network
+            pause = 0.001
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if told is not None:
+                        told()
+                        told = None
+                    if time.monotonic() >= deadline:
+                        raise Busy(
+                            "another sync of this clone is still running; sync again later", "sync-busy"
+                        ) from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.05)
+            yield
+        finally:
+            os.close(fd)
+
+    return held()
+
+
+class _Plumbing:
+    """The commits of a sync, built on a private index, and their landing."""
+
+    def __init__(self, git: Git, repo: gitwire.Repo, path: str):
+        self.git, self.repo, self.path = git, repo, path
+        self.private = str(repo.git_dir / f"{PREFIX}-index")
+        self.scratch = repo.git_dir / f"{PREFIX}-scratch"
+        self.trees = gitwire._Trees(repo, path)
+
+    def env(self, index: str | None = None) -> dict[str, str]:
+        return {"GIT_INDEX_FILE": index or self.private}
+
+    # -- what a killed sync left ------------------------------------------------------------
+
+    def recover(self, board: Board) -> None:
+        """Before anything else (under the sync lock, so no sync of ours is running): our
+        tagged index.lock and private files go; a landing the marker names is finished."""
+
+        lock = self.index_path() + ".lock"
+        if _read_head(lock, len(TAG)) == TAG:
+            _unlink(lock)
+        self.clean()
+        marker = self.read_marker()
+        if marker is None:
+            return
+        head = _rev(self.git, "HEAD")
+        if head in (marker.get("from"), marker.get("to")) and marker.get("to"):
+            self.land(board, marker.get("from"), marker["to"], marker.get("snapshot"))
+        _unlink(str(self.repo.git_dir / MARKER))
+
+    def clean(self) -> None:
+        """sync's private files in the git folder, gone (the marker and the lock stay)."""
+        import shutil
+
+        for name in os.listdir(self.repo.git_dir):
+            if name.startswith(f"{PREFIX}-"):
+                target = self.repo.git_dir / name
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target, ignore_errors=True)
+                else:
+                    _unlink(str(target))
+
+    def read_marker(self) -> dict | None:
+        try:
+            found = json.loads((self.repo.git_dir / MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    def index_path(self) -> str:
+        where = self.git.out("rev-parse", "--git-path", "index")
+        return where if os.path.isabs(where) else os.path.join(self.repo.top, where)
+
+    # -- the board's own commit --------------------------------------------------------------
+
+    def commit_board(self, old: str | None) -> str | None:
+        """HEAD's tree with the board as the work tree holds it: a new commit on HEAD, or
+        HEAD itself when the board has nothing to commit. The user's index is not read."""
+        _unlink(self.private)
+        self.git.run("read-tree", *([old] if old else ["--empty"]), env=self.env(), check=True)
+        self.git.run("add", "-A", "--", self.path, env=self.env(), check=True)
+        tree = self.git.out("write-tree", env=self.env())
+        if old is not None and tree == self.git.out("rev-parse", f"{old}^{{tree}}"):
+            return old
+        done = self.git.run("commit-tree", tree, *(["-p", old] if old else []), "-m", MESSAGE)
+        if done.returncode != 0:
+            raise UsageError(f"cannot commit the board: {err(done)}", "commit-failed")
+        return done.stdout.decode().strip()
+
+    # -- the merge ---------------------------------------------------------------------------
+
+    def combine(self, commit: str | None, remote: str | None, name: str, tracking: str) -> tuple[str | None, list[str]]:
+        """The commit that holds both `commit` (ours) and `remote`, and what to say of it."""
+        if remote is None or commit == remote:
+            return commit, []
+        if commit is None or self._ancestor(commit, remote):
+            self._outside_clean(commit, remote)
+            return remote, []
+        if self._ancestor(remote, commit):
+            return commit, []
+        return self.merge(commit, remote, name, tracking)
+
+    def _ancestor(self, older: str, newer: str) -> bool:
+        return self.git.run("merge-base", "--is-ancestor", older, newer).returncode == 0
+
+    def merge(self, ours: str, theirs: str, name: str, tracking: str) -> tuple[str, list[str]]:
+        from ..core import merging
+
+        found = self.git.run("merge-base", ours, theirs)
+        base = found.stdout.decode().strip() if found.returncode == 0 else None
+        if base is None and not self._board_only(ours):
+            raise Refused(
+                f"git cannot merge {tracking} without a person (its history is unrelated to this branch's); "
+                "nothing was merged: merge it yourself, then sync",
+                "merge-failed",
+            )
+        tree = self._merge_tree(ours, theirs, tracking, base is None)
+        boards = self.trees.boards([c for c in (base, ours, theirs) if c])
+        exact = merging.merge_boards(boards.get(base or "", []), boards[ours], boards[theirs], published=True)
+        tree = self._with_board(tree, exact, base, ours, theirs)
+        merged = self.git.run("commit-tree", tree, "-p", ours, "-p", theirs, "-m", f"tasks: merge {name}'s board")
+        if merged.returncode != 0:
+            raise UsageError(f"cannot commit the merge: {err(merged)}", "commit-failed")
+        target = merged.stdout.decode().strip()
+        self._outside_clean(ours, target)
+        notes = [
+            f"#{old} became #{new} (uid {uid}): both branches had created a #{old}" for uid, old, new in exact.moved
+        ]
+        notes += [note for note in exact.notes if "cycle" in note or "history edge" in note]
+        return target, notes
+
+    def _board_only(self, commit: str) -> bool:
+        """Whether every commit of this branch touches the board alone (commits sync made in
+        a clone of an empty remote): its history may join the remote's. Any other history
+        unrelated to the remote's is a person's to join."""
+        outside = self.git.run("rev-list", "-n", "1", commit, "--", ".", f":(exclude){self.path}")
+        return outside.returncode == 0 and not outside.stdout.strip()
+
+    def _merge_tree(self, ours: str, theirs: str, tracking: str, unrelated: bool) -> str:
+        """git's merge of the two commits as a tree, made in memory. No attribute is read
+        (an empty work tree and index are named), so no driver runs and nothing is written
+        beside the user's files; the board's files are merged here instead (_with_board)."""
+        empty = self.scratch / "empty"
+        empty.mkdir(parents=True, exist_ok=True)
+        env = {"GIT_DIR": str(self.repo.git_dir), "GIT_WORK_TREE": str(empty), **self.env(str(empty / "index"))}
+        flags = ["--allow-unrelated-histories"] if unrelated else []
+        done = self.git.run("merge-tree", "--write-tree", "--name-only", *flags, ours, theirs, env=env, cwd=str(empty))
+        lines = done.stdout.decode("utf-8", "replace").split("\n")
+        if done.returncode not in (0, 1) or not lines[0]:
+            raise Refused(
+                f"git cannot merge {tracking} without a person ({err(done)}); nothing was merged: "
+                "merge it yourself, then sync",
+                "merge-failed",
+            )
+        conflicts = []
+        for line in lines[1:]:
+            if not line:
+                break
+            if not self._ours_to_merge(line):
+                conflicts.append(line)
+        if conflicts:
+            raise Refused(
+                f"git cannot merge {tracking} without a person (conflicts in {', '.join(sorted(set(conflicts))[:5])}); "
+                "nothing was merged: merge it yourself, then sync",
+                "merge-failed",
+            )
+        return lines[0]
+
+    def _ours_to_merge(self, path: str) -> bool:
+        """A board file this module merges itself: a task file or a journal shard."""
+        from ..disk.journal import JOURNAL_DIR, SUFFIX
+        from ..core.model import id_from_file_name
+
+        prefix = self.path.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            return False
+        inside = path[len(prefix) :]
+        return id_from_file_name(inside) is not None or (
+            inside.startswith(f"{JOURNAL_DIR}/") and inside.endswith(SUFFIX) and inside.count("/") == 1
+        )
+
+    def _with_board(self, tree: str, exact: Any, base: str | None, ours: str, theirs: str) -> str:
+        """`tree` with the board's task files the exact merge, its journal shards every line
+        of both sides, and the renumbering journaled once, by uid."""
+        from ..core.model import encode, file_name
+
+        prefix = self.path.rstrip("/") + "/"
+        listing = {c: self._files(c) for c in (tree, ours, theirs, *([base] if base else []))}
+        contents: dict[str, bytes] = {}
+        for task_id, record in exact.records.items():
+            contents[prefix + file_name(task_id)] = encode(record)
+        shards = {p for c in (ours, theirs) for p in listing[c] if self._ours_to_merge(p) and "/journal/" in "/" + p}
+        blobs = self._cat(
+            {listing[c][p] for c in (ours, theirs, *([base] if base else [])) for p in shards if p in listing[c]}
+        )
+        for shard in sorted(shards):
+            base_text, ours_text, theirs_text = (
+                blobs.get(listing[c].get(shard, ""), b"") if c in listing else b"" for c in (base or "", ours, theirs)
+            )
+            contents[shard] = _union(base_text, ours_text, theirs_text)
+        moves = gitwire._journal_moves(exact.moved)
+        for shard, lines in (moves or {}).items():
+            contents[prefix + shard] = contents.get(prefix + shard, b"") + lines
+        removed = [
+            p for p in listing[tree] if self._ours_to_merge(p) and "/journal/" not in "/" + p and p not in contents
+        ]
+        return self._write_tree(tree, listing[tree], contents, removed)
+
+    def _files(self, commit: str) -> dict[str, str]:
+        """path -> blob id of every file under the board in `commit`."""
+        raw = self.git.run("ls-tree", "-r", "-z", commit, "--", self.path.rstrip("/") + "/", check=True).stdout
+        found = {}
+        for item in raw.split(b"\0"):
+            meta, _, name = item.partition(b"\t")
+            if meta and meta.split()[1] == b"blob":
+                found[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+        return found
+
+    def _cat(self, shas: set[str]) -> dict[str, bytes]:
+        wanted = sorted(shas)
+        found = {}
+        done = self.git.run("cat-file", "--batch", input="".join(f"{sha}\n" for sha in wanted).encode())
+        out, at = done.stdout, 0
+        for sha in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split()
+            at = end + 1
+            if len(header) != 3:
+                continue
+            size = int(header[2])
+            found[sha] = out[at : at + size]
+            at += size + 1
+        return found
+
+    def _write_tree(self, tree: str, listed: dict[str, str], contents: dict[str, bytes], removed: list[str]) -> str:
+        """`tree` with `contents` written at their paths and `removed` gone, as a new tree."""
+        import hashlib
+
+        changed = {}
+        for path, data in contents.items():
+            sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's object id
+            if listed.get(path) != sha:
+                changed[path] = data
+        if not changed and not removed:
+            return tree
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        files = []
+        for n, data in enumerate(changed.values()):
+            file = self.scratch / f"blob-{n}"
+            file.write_bytes(data)
+            files.append(str(file))
+        made = self.git.out(
+            "hash-object", "-w", "--no-filters", "--stdin-paths", input="".join(f"{f}\n" for f in files).encode()
+        )
+        lines = [f"100644 {sha}\t{path}" for path, sha in zip(changed, made.split(), strict=True)]
+        lines += [f"0 {ZERO}\t{path}" for path in removed]
+        _unlink(self.private)
+        self.git.run("read-tree", tree, env=self.env(), check=True)
+        self.git.run(
+            "update-index",
+            "--index-info",
+            input="".join(f"{line}\n" for line in lines).encode(),
+            env=self.env(),
+            check=True,
+        )
+        return self.git.out("write-tree", env=self.env())
+
+    def _outside_clean(self, old: str | None, new: str) -> None:
+        """Files outside the board that landing `new` over `old` changes must hold what
+        `old` holds, in the work tree and the index: a person's changes are never overwritten."""
+        changed = self._outside(old, new)
+        if not changed:
+            return
+        paths = [path for _status, path in changed]
+        dirty = self.git.run("diff", "--name-only", old or "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "--", *paths)
+        staged = self.git.run(
+            "diff", "--cached", "--name-only", old or "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "--", *paths
+        )
+        untracked = [p for s, p in changed if s == "A" and os.path.lexists(self.repo.top / p)]
+        local = set(dirty.stdout.decode().split()) | set(staged.stdout.decode().split()) | set(untracked)
+        if local:
+            raise Refused(
+                f"the merge would change files you changed and did not commit ({', '.join(sorted(local)[:5])}); "
+                "nothing was merged: commit or stash them, then sync",
+                "merge-failed",
+            )
+
+    def _outside(self, old: str | None, new: str) -> list[tuple[str, str]]:
+        """(status, path) of the files outside the board that differ between two commits."""
+        empty = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
+        done = self.git.run(
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--name-status",
+            old or empty,
+            new,
+            "--",
+            ".",
+            f":(exclude){self.path}",
+        )
+        words = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+        return [(words[i], words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i]]
+
+    # -- landing -----------------------------------------------------------------------------
+
+    def land(self, board: Board, old: str | None, target: str | None, snapshot: str | None) -> None:
+        """Make `target` what the user has: the board's files, the files outside it the
+        merge changed, HEAD and the index's board entries. A marker names the landing
+        first, so a sync killed half-way is finished by the next one."""
+        if target is None or target == old:
+            return
+        marker = self.repo.git_dir / MARKER
+        text = json.dumps({"from": old, "to": target, "snapshot": snapshot})
+        temp = self.repo.git_dir / f"{PREFIX}-marker.tmp"
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, marker)
+        _stop("marked")
+        if target != snapshot:
+            self._land_board(board, snapshot, target)
+        _stop("board")
+        self._land_outside(old, target)
+        moved = self.git.run("update-ref", "-m", "tasks: sync", "HEAD", target, old or ZERO)
+        if moved.returncode != 0 and _rev(self.git, "HEAD") != target:
+            _unlink(str(marker))
+            raise Refused(
+                f"HEAD moved while sync ran ({err(moved)}); the board holds the merge: sync again", "head-moved"
+            )
+        _stop("head")
+        self._land_index(target)
+        _unlink(str(marker))
+
+    def _land_board(self, board: Board, snapshot: str | None, target: str) -> None:
+        """The board's files become `target`'s, with what changed since `snapshot` (edits
+        made here while sync ran) kept, by uid; one all-or-nothing change of the store."""
+        from ..core import merging
+        from ..core.model import encode, file_name
+
+        boards = self.trees.boards([c for c in (snapshot, target) if c])
+        prefix = self.path.rstrip("/") + "/"
+        theirs, before_files = self._files(target), self._files(snapshot) if snapshot else {}
+        shards = [p for p in theirs if self._ours_to_merge(p) and "/journal/" in "/" + p]
+        blobs = self._cat({theirs[p] for p in shards} | {before_files[p] for p in shards if p in before_files})
+        store = board.store
+        with store.writing():
+            current, damaged = store.read_all()
+            if damaged:
+                raise damaged[0]
+            mine = {r["id"]: r for r in current}
+            before = {r["id"]: r for r in boards.get(snapshot or "", [])}
+            wanted = {r["id"]: r for r in boards[target]}
+            if not (mine.keys() == before.keys() and all(merging.same(mine[i], before[i]) for i in mine)):
+                wanted = merging.merge_boards(before.values(), mine.values(), wanted.values()).records
+            files = {file_name(i): encode(r) for i, r in wanted.items() if not merging.same(mine.get(i), r)}
+            remove = [file_name(i) for i in sorted(set(mine) - set(wanted))]
+            store._make_scratch()  # a board that came from git has no scratch folder yet
+            store.write(files, None, remove=remove)
+            for path in shards:
+                old = blobs.get(before_files.get(path, ""), b"")
+                _land_shard(store.root / path[len(prefix) :], old, blobs.get(theirs[path], b""))
+
+    def _land_outside(self, old: str | None, target: str) -> None:
+        """Files outside the board that the remote changed, checked out (their absence of
+        local changes was checked before anything was pushed)."""
+        changed = self._outside(old, target)
+        if not changed:
+            return
+        gone = [p for s, p in changed if s == "D"]
+        kept = [p for s, p in changed if s != "D"]
+        if kept:
+            self.git.run("checkout", target, "--", *kept, check=True)
+        if gone:
+            self.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", *gone, check=True)
+            for path in gone:
+                _unlink(str(self.repo.top / path))
+
+    def _land_index(self, target: str) -> None:
+        """The index's board entries become `target`'s: built on a copy, under an
+        index.lock this process takes itself (tagged), then renamed into place."""
+        import shutil
+        import time
+
+        index = self.index_path()
+        lock = index + ".lock"
+        tag = self.repo.git_dir / f"{PREFIX}-tag"
+        tag.write_bytes(TAG)
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                os.link(tag, lock)  # all at once, with our tag in it: never an empty lock of unknown owner
+                break
+            except FileExistsError:
+                if time.monotonic() >= deadline:
+                    _unlink(str(tag))
+                    return  # a git of the user's holds it: `git status` shows the board as changed until a reset
+                time.sleep(0.02)
+        try:
+            _unlink(str(tag))
+            _stop("index-locked")
+            copy = str(self.repo.git_dir / f"{PREFIX}-index-user")
+            if os.path.exists(index):
+                shutil.copyfile(index, copy)
+            self.git.run("reset", "-q", target, "--", self.path, env=self.env(copy))
+            self.git.run("update-index", "-q", "--refresh", env=self.env(copy))
+            os.replace(copy, index)
+        finally:
+            _unlink(lock)
+
+
+def _union(base: bytes, ours: bytes, theirs: bytes) -> bytes:
+    """A journal shard both sides appended to: ours, then theirs' lines ours lacks."""
+    if theirs in (ours, base):
+        return ours
+    if ours == base:
+        return theirs
+    have = set(ours.splitlines(keepends=True))
+    extra = [line for line in theirs.splitlines(keepends=True) if line not in have]
+    return ours + (b"" if ours.endswith(b"\n") or not ours else b"\n") + b"".join(extra)
+
+
+def _land_shard(path: Path, snapshot: bytes, wanted: bytes) -> None:
+    """A journal shard becomes what the landed commit holds, with the lines written here
+    since the snapshot kept after it (git's checkout would replace it the same way)."""
+    try:
+        here = path.read_bytes()
+    except FileNotFoundError:
+        here = b""
+    if here == wanted:
+        return
+    if here != snapshot:
+        wanted = _union(snapshot, wanted, here)
+    path.parent.mkdir(exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.sync")
+    with open(temp, "wb") as f:
+        f.write(wanted)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(temp, path)
+
+
+def _read_head(path: str, size: int) -> bytes:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _where(git: Git, store: Any, branch: str, name: str | None) -> tuple[str, str]:
@@ -186,59 +725,12 @@ def _rev(git: Git, ref: str) -> str | None:
     return done.stdout.decode().strip() or None if done.returncode == 0 else None
 
 
-def _commit_board(git: Git, path: str, message: str = MESSAGE) -> str | None:
-    """Commit what changed under the board, and nothing else: the user's other staged
-    changes stay staged and out of the commit (a commit of the board's paths only)."""
-    git.run("add", "-A", "--", path, check=True)
-    if git.run("diff", "--cached", "--quiet", "--", path).returncode == 0:
-        return None
-    done = git.run("commit", "-q", "--no-verify", "-m", message, "--only", "--", path)
-    if done.returncode != 0:
-        raise UsageError(f"cannot commit the board: {err(done)}", "commit-failed")
-    return _rev(git, "HEAD")
-
-
-def _merge(git: Git, repo: gitwire.Repo, name: str, tracking: str, path: str) -> list[str]:
-    """Merge the remote's branch; what the board's hook said of it (tasks renumbered, tasks
-    set free), but its hint to commit, which sync does itself."""
-    unrelated = []
-    if git.run("merge-base", "HEAD", tracking).returncode != 0 and _board_only(git, path):
-        unrelated = ["--allow-unrelated-histories"]  # clones of an empty remote, each with a board of its own
-    done = git.run("merge", "-q", "--no-edit", *unrelated, "-m", f"tasks: merge {name}'s board", tracking)
-    if done.returncode == 0:
-        said = done.stderr.decode("utf-8", "replace").splitlines()
-        return [line[len("tasks: ") :] for line in said if line.startswith("tasks: ") and "commit them" not in line]
-    conflicts = git.run("diff", "--name-only", "--diff-filter=U").stdout.decode().split()
-    if (repo.git_dir / "MERGE_HEAD").exists():
-        git.run("merge", "--abort")
-    what = f"conflicts in {', '.join(conflicts[:5])}" if conflicts else err(done)
-    raise Refused(
-        f"git cannot merge {tracking} without a person ({what}); nothing was merged: merge it yourself, then sync",
-        "merge-failed",
-    )
-
-
-def _board_only(git: Git, path: str) -> bool:
-    """Whether every commit of this branch touches the board alone (commits sync made in a
-    clone of an empty remote): its history may join the remote's. Any other history
-    unrelated to the remote's is a person's to join."""
-    outside = git.run("rev-list", "-n", "1", "HEAD", "--", ".", f":(exclude){path}")
-    return outside.returncode == 0 and not outside.stdout.strip()
-
-
 def _push_flag(done: Any, ref: str) -> str | None:
     for line in done.stdout.decode("utf-8", "replace").splitlines():
         parts = line.split("\t")
         if len(parts) >= 2 and parts[1].endswith(":" + ref):
             return parts[0][:1] or " "
     return None
-
-
-def _undo(git: Git, start: str | None, result: Synced) -> None:
-    """The push failed: the merge made in this attempt is undone (local changes kept)."""
-    if start and _rev(git, "HEAD") != start:
-        git.run("reset", "-q", "--keep", start)
-        result.merged = False
 
 
 def _snapshot(board: Board) -> dict[str, tuple[int, str, bool]]:

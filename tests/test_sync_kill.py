@@ -1,0 +1,158 @@
+"""`tasks sync` killed at any instant, and two syncs at once (issue 19, items 8, 11, 14):
+real clones of a bare remote, every `tasks` and `git` a real process, each kill -9 at an
+exact point (the sync's own test hook, or a merge driver and a post-merge hook that kill
+their whole process group, as a kill inside git's merge would)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+from invariants import problems
+from test_remote import TASKS, Fleet, Machine, plan
+
+POINTS = ["committed", "merged", "pushed", "marked", "board", "head", "index-locked"]
+
+
+@pytest.fixture
+def fleet(tmp_path) -> Fleet:
+    return Fleet(tmp_path)
+
+
+def diverged(fleet: Fleet) -> tuple[Machine, Machine]:
+    """a and b share the plan, then each does work of its own: b's is pushed first."""
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    a.tasks("claim", "1", owner="amy")
+    a.tasks("done", "1", owner="amy")
+    a.tasks("create", "From a", "--blocked-by", "2")
+    b.tasks("claim", "4", owner="bob")
+    b.tasks("done", "4", owner="bob")
+    b.tasks("create", "From b", "--blocked-by", "3")
+    b.tasks("sync")
+    return a, b
+
+
+def spawn(machine: Machine, *args: str, **env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [*TASKS, *args],
+        cwd=machine.top,
+        env={**machine.env, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: a hook may kill the whole of it
+    )
+
+
+def nothing_left(machine: Machine) -> None:
+    git_dir = machine.top / ".git"
+    for name in ("index.lock", "MERGE_HEAD", "tasks-merge.json"):
+        assert not (git_dir / name).exists(), name
+    assert not [p for p in git_dir.iterdir() if p.name.startswith("tasks-sync-")]
+
+
+def agreed(*machines: Machine) -> None:
+    """Every board the same by uid, sound, committed, each task once."""
+    boards = [m.by_uid() for m in machines]
+    assert all(board == boards[0] for board in boards)
+    subjects = [subject for subject, *_ in boards[0].values()]
+    assert sorted(subjects) == sorted(set(subjects))
+    for machine in machines:
+        assert problems(machine.board) == []
+        assert machine.json("check")["ok"] is True
+        assert machine.git("status", "--porcelain").stdout == ""
+        nothing_left(machine)
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_sync_killed_at_any_step_is_finished_by_the_next(fleet, point):
+    a, b = diverged(fleet)
+    killed = spawn(a, "sync", TASKS_TEST_SYNC_KILL=point)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    assert a.tasks("sync").returncode == 0
+    b.tasks("sync")
+    a.tasks("sync")
+    agreed(a, b)
+    board = a.by_uid()
+    assert sorted(s for s, status, *_ in board.values() if status == "completed") == ["Docs", "Lexer"]
+    assert sorted(s for s, *_ in board.values()) == ["Checker", "Docs", "From a", "From b", "Lexer", "Parser"]
+
+
+KILL_GROUP = "#!/bin/sh\nkill -9 0\n"  # every process of the group: the hook or driver, git, and tasks sync
+
+
+def test_a_kill_inside_the_merge_driver_or_the_post_merge_hook_jams_nothing(fleet):
+    a, b = diverged(fleet)
+    killer = fleet.root / "kill-group"
+    killer.write_text(KILL_GROUP)
+    killer.chmod(0o755)
+    a.git("config", "merge.tasks.driver", f"{killer} %O %A %B %P")
+    hooks = a.top / ".git" / "hooks"
+    (hooks / "post-merge.local").write_text(KILL_GROUP)
+    (hooks / "post-merge.local").chmod(0o755)
+    first = spawn(a, "sync")
+    first.communicate(timeout=120)
+    assert first.returncode == 0, first.stderr  # no driver and no hook runs inside sync: nothing to kill
+    nothing_left(a)
+    b.tasks("create", "More from b")
+    b.tasks("sync")
+    assert a.tasks("sync").returncode == 0
+    b.tasks("sync")
+    agreed(a, b)
+
+
+def test_two_syncs_of_one_clone_the_second_waits_for_the_first(fleet, tmp_path):
+    a, b = diverged(fleet)
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    first = spawn(a, "sync", TASKS_TEST_SYNC_WAIT=f"pushed:{fifo}")
+    reached = tmp_path / "hold.reached"
+    while not reached.exists():  # the first sync stops after its push, holding the sync
+        assert first.poll() is None, first.communicate()
+        os.sched_yield()
+    a.tasks("create", "Made meanwhile")
+    second = spawn(a, "sync", "--json")
+    assert second.stderr is not None
+    line = second.stderr.readline()  # it says it waits, and does
+    assert json.loads(line) == {"warning": "another sync of this clone is running; waiting for it"}
+    assert second.poll() is None
+    with open(fifo, "wb") as f:
+        f.write(b"go")
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err
+    assert json.loads(out)["pushed"] is True
+    b.tasks("sync")
+    agreed(a, b)
+    assert "Made meanwhile" in [s for s, *_ in b.by_uid().values()]
+
+
+def test_an_id_that_reached_the_remote_never_moves(fleet):
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    b.tasks("create", "Made first, not pushed")  # #5 on b
+    a.tasks("create", "Pushed")  # #5 on a, created later
+    a.tasks("sync")
+    came = b.json("sync")
+    assert came["notes"] == [came["notes"][0]] and "#5 became #6" in came["notes"][0]
+    a.tasks("sync")
+    for machine in (a, b):
+        records = machine.records()
+        assert (records[5]["subject"], records[6]["subject"]) == ("Pushed", "Made first, not pushed")
+    agreed(a, b)
+    # both clones create again; the one that syncs second moves, whatever was created first
+    a.tasks("create", "a's seventh")
+    b.tasks("create", "b's seventh")
+    b.tasks("sync")
+    a.tasks("sync")
+    b.tasks("sync")
+    assert (a.records()[7]["subject"], a.records()[8]["subject"]) == ("b's seventh", "a's seventh")
+    agreed(a, b)
