@@ -738,6 +738,7 @@ class Store:
         self._raise_last(files)
         self._expect = expect or {}
         if len(files) == 1 and not appends and not remove and not new:
+            self._make_scratch()  # a board that came from git has none yet
             self._write_one(files)
             return
         staged: list[tuple[str, str]] = []

@@ -267,7 +267,7 @@ class _Plumbing:
         self.git, self.repo, self.path = git, repo, path
         self.private = str(repo.git_dir / f"{PREFIX}-index")
         self.scratch = repo.git_dir / f"{PREFIX}-scratch"
-        self.trees = gitwire._Trees(repo, path)
+        self.trees = gitwire.Trees(repo, path)
 
     def env(self, index: str | None = None) -> dict[str, str]:
         return {"GIT_INDEX_FILE": index or self.private}
@@ -410,8 +410,8 @@ class _Plumbing:
 
     def _ours_to_merge(self, path: str) -> bool:
         """A board file this module merges itself: a task file or a journal shard."""
-        from ..disk.journal import JOURNAL_DIR, SUFFIX
         from ..core.model import id_from_file_name
+        from ..disk.journal import JOURNAL_DIR, SUFFIX
 
         prefix = self.path.rstrip("/") + "/"
         if not path.startswith(prefix):
@@ -440,7 +440,7 @@ class _Plumbing:
                 blobs.get(listing[c].get(shard, ""), b"") if c in listing else b"" for c in (base or "", ours, theirs)
             )
             contents[shard] = _union(base_text, ours_text, theirs_text)
-        moves = gitwire._journal_moves(exact.moved)
+        moves = gitwire.journal_moves(exact.moved)
         for shard, lines in (moves or {}).items():
             contents[prefix + shard] = contents.get(prefix + shard, b"") + lines
         removed = [
@@ -596,7 +596,6 @@ class _Plumbing:
                 wanted = merging.merge_boards(before.values(), mine.values(), wanted.values()).records
             files = {file_name(i): encode(r) for i, r in wanted.items() if not merging.same(mine.get(i), r)}
             remove = [file_name(i) for i in sorted(set(mine) - set(wanted))]
-            store._make_scratch()  # a board that came from git has no scratch folder yet
             store.write(files, None, remove=remove)
             for path in shards:
                 old = blobs.get(before_files.get(path, ""), b"")

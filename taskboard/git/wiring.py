@@ -366,7 +366,7 @@ class Settled:
         self.notes: list[str] = []
 
 
-class _Trees:
+class Trees:
     """Boards as committed, read with two git commands per batch of commits; a blob read
     once serves every commit that holds it."""
 
@@ -476,7 +476,7 @@ def _exact(
     marker names; _STALE when a rebase left nothing in HEAD's history (aborted); None
     when the commits cannot be had (then the parked tasks settle from their own lists)."""
     try:
-        trees = _Trees(repo, board)
+        trees = Trees(repo, board)
         if marker.get("op") == "merge":
             made = _merge_commit(repo, marker.get("head", ""))
             if made is None:
@@ -539,7 +539,7 @@ def _apply(store: Store, before: list[Record], after: dict[int, Record], result:
             files[file_name(task_id)] = encode(record)
             result.written.append(task_id)
     result.removed = sorted(set(was) - set(after))
-    store.write(files, _journal_moves(result.moved), remove=[file_name(task_id) for task_id in result.removed])
+    store.write(files, journal_moves(result.moved), remove=[file_name(task_id) for task_id in result.removed])
     from ..core import graph
 
     moved = {uid for uid, _, _ in result.moved}
@@ -553,7 +553,7 @@ def _apply(store: Store, before: list[Record], after: dict[int, Record], result:
     ]
 
 
-def _journal_moves(moved: list[tuple[str, int, int]]) -> dict[str, bytes] | None:
+def journal_moves(moved: list[tuple[str, int, int]]) -> dict[str, bytes] | None:
     """The journal lines of the renumbering, appended in the same change: one `renumbered`
     event per task, under its new id, with the id it had on its branch and its uid."""
     if not moved:
