@@ -738,7 +738,6 @@ class Store:
         self._raise_last(files)
         self._expect = expect or {}
         if len(files) == 1 and not appends and not remove and not new:
-            self._make_scratch()  # a board that came from git has none yet
             self._write_one(files)
             return
         staged: list[tuple[str, str]] = []
@@ -785,6 +784,7 @@ class Store:
 
     def _write_one(self, files: dict[str, bytes]) -> None:
         """One file replaced, with nothing to journal: no intent needed."""
+        self._make_scratch()  # a board that came from git has none yet
         self._unchanged(files)
         self._apply(files)
 
