@@ -872,11 +872,26 @@ def mcp_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
         print(f"  task_get round trip    {get * 1000:6.2f} ms median, {deciles[-1] * 1000:.2f} ms p90 (n={len(gets)})")
         print(f"  task_create round trip {create * 1000:6.2f} ms median (n={len(creates)})")
         print(f"  server memory: {idle / 1e6:.0f} MB idle after start, {busy / 1e6:.0f} MB after the calls")
+        session.call("task_claim", {"taskId": 9001, "owner": "bench-holder"})
+        session.next_id += 1  # a claim that waits for the task held above: never answered here
+        session.send(
+            {
+                "jsonrpc": "2.0",
+                "id": session.next_id,
+                "method": "tools/call",
+                "params": {"name": "task_claim", "arguments": {"taskId": 9001, "owner": "bench", "wait": 600}},
+            }
+        )
+        session.call("task_get", {"taskId": 1})  # answered while the claim waits
+        gone = time.perf_counter()
     finally:
         session.close()
+    exit_after = time.perf_counter() - gone
+    print(f"  exit after the client closed its input, a claim waiting: {exit_after * 1000:.0f} ms")
     return [
         ("mcp task_get round trip, 10k", f"{get * 1000:.2f} ms", "≤ 3 ms", get <= 0.003),
         ("mcp task_create round trip, 10k", f"{create * 1000:.2f} ms", "≤ 15 ms", create <= 0.015),
+        ("mcp exit, client gone mid-wait", f"{exit_after * 1000:.0f} ms", "≤ 1 s", exit_after <= 1.0),
     ]
 
 

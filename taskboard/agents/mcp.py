@@ -15,7 +15,6 @@ wire: nothing else is ever printed there.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
@@ -32,13 +31,21 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
     from typing import Any
 
+    from ..disk.watch import Stop
+
 INSTALL = "pipx install --force '.[mcp]' in a clone, or pip install 'mcp>=2,<3' beside tasks"
 INSTRUCTIONS = (
     "The repository's task board: one JSON file per task in .tasks/, committed with the code, "
     "shared with other agents and people. Loop: task_claim with wait true takes the next ready task "
-    "(not_found: the plan is finished); do it; task_update status completed (with a note), or failed "
-    "true and a note if you could not; task_note leaves word for whoever comes next."
+    "(not_found: the plan is finished; after a wait ran out, call it again); do it; task_update status "
+    "completed (with a note), or failed true and a note if you could not; task_note leaves word for "
+    "whoever comes next."
 )
+
+
+PROGRESS_EVERY = 5.0  # seconds between progress notifications of a waiting call (the contract: at most 10)
+SILENT_WAIT = 50.0  # seconds a waiting call without a progress token waits at most (clients give up at 60)
+MAX_WAITERS = 256  # waiting calls on their own worker threads at once; more queue, nothing else does
 
 
 def build(board_dir: str | None = None, caller: str = "", timeout: float | None = None) -> Any:
@@ -73,7 +80,12 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
 
     class TaskServer(MCPServer):
         """MCPServer serving the tool table as it is: its own schemas, its own checks,
-        over a stdio transport that needs no thread per line."""
+        over a stdio transport that needs no thread per line and refuses what it cannot
+        read. A call that changes the board runs on a worker thread (it may wait for the
+        lock, or for a task); a waiting call on threads of its own, so that any number of
+        them hold up no other call."""
+
+        client_gone = False  # stdin closed: what is still running runs for nobody
 
         async def list_tools(self) -> list[Any]:
             return listed
@@ -81,33 +93,98 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             if name in read_only:  # a read takes well under a millisecond: a thread hand-off would cost more
                 texts, failed = answer(name, arguments, board_dir, caller, timeout)
-            else:  # a change may wait for the lock and fsyncs: the server stays responsive meanwhile
-                texts, failed = await anyio.to_thread.run_sync(answer, name, arguments, board_dir, caller, timeout)
+            else:
+                texts, failed = await self._off_loop(name, arguments, context)
             return mcp_types.CallToolResult(
                 content=[mcp_types.TextContent(type="text", text=text) for text in texts], is_error=failed
             )
 
+        async def _off_loop(self, name: str, arguments: Any, context: Any) -> tuple[list[str], bool]:
+            """The call on a worker thread, run to its end. When the call is cancelled
+            meanwhile (the client's notifications/cancelled, or its input closing), the
+            Stop given to it is set at once: a wait ends, and a claim won after that is
+            given back. A waiting call reports progress when the client gave a token;
+            without one it waits at most SILENT_WAIT seconds."""
+            from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
+
+            from ..disk.watch import Stop
+
+            tool = tools.BY_NAME.get(name)
+            waiting = tool is not None and tool.waiting(arguments)
+            params = context.request_context.params if context is not None else None
+            token = progress_token_from_params(params) if waiting else None
+            if waiting and token is None:
+                arguments = _within_silence(arguments)
+            stop = Stop()
+            finished = False
+
+            async def stop_when_cancelled() -> None:
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    if not finished:
+                        stop.set("the client went away" if self.client_gone else "the client cancelled the call")
+
+            try:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(stop_when_cancelled)
+                    if token is not None:
+                        group.start_soon(_report_progress, context, arguments.get("wait"))
+                    with anyio.CancelScope(shield=True):  # the thread runs to its end: what it took is known
+                        texts, failed = await anyio.to_thread.run_sync(
+                            answer, name, arguments, board_dir, caller, timeout, stop,
+                            limiter=waiters if waiting else None,
+                        )  # fmt: skip
+                    finished = True
+                    group.cancel_scope.cancel()
+            finally:
+                stop.close()
+            return texts, failed
+
         async def run_stdio_async(self) -> None:
-            from mcp.server.stdio import stdio_server
-
             with _claimed_stdio() as (wire_in, wire_out):
-                lines_in, lines_out = _LineReader(wire_in), _LineWriter(wire_out)  # what the loop uses of AsyncFile
-                async with stdio_server(lines_in, lines_out) as (read, write):  # type: ignore[arg-type]
-                    lowlevel = self._lowlevel_server
-                    await lowlevel.run(read, write, lowlevel.create_initialization_options())
+                await _serve_stdio(self, wire_in, wire_out)
 
+    waiters = anyio.CapacityLimiter(MAX_WAITERS)
     return TaskServer(
         "tasks", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", warn_on_duplicate_tools=False
     )
 
 
+def _within_silence(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A waiting call's arguments when the client asked for no progress: at most
+    SILENT_WAIT seconds, below the 60 s after which common clients give up."""
+    wait = arguments.get("wait")
+    if wait is True or (isinstance(wait, (int, float)) and wait > SILENT_WAIT):
+        return {**arguments, "wait": SILENT_WAIT}
+    return arguments
+
+
+async def _report_progress(context: Any, wait: Any) -> None:
+    """A progress notification every PROGRESS_EVERY seconds: the seconds waited so far
+    (of the wait asked for, when it has an end)."""
+    import anyio
+
+    total = float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) else None
+    waited = 0.0
+    while True:
+        await anyio.sleep(PROGRESS_EVERY)
+        waited += PROGRESS_EVERY
+        await context.report_progress(waited, total, "waiting for a task to become claimable")
+
+
 def answer(
-    name: Any, arguments: Any, board_dir: str | None, caller: str, timeout: float | None
+    name: Any,
+    arguments: Any,
+    board_dir: str | None,
+    caller: str,
+    timeout: float | None,
+    stop: Stop | None = None,
 ) -> tuple[list[str], bool]:
     """One call's result as texts (the document, then each message as a JSON line) and
     whether it is an error. Never raises: a bug is an `internal` error, not a dead server."""
     try:
-        reply = tools.dispatch(name, arguments, board_dir, caller, timeout)
+        reply = tools.dispatch(name, arguments, board_dir, caller, timeout, stop)
     except TaskError as exc:
         return [_json(tools.tool_error(exc))], True
     except Exception as exc:  # a bug, or the file system failing under us: answer, keep serving
@@ -119,7 +196,133 @@ def answer(
     return texts, False
 
 
-MAX_LINE = 64 << 20  # bytes of one JSON-RPC message on stdin
+MAX_LINE = 64 << 20  # bytes of one JSON-RPC message on stdin; a longer one is refused, unread
+CHUNK = 1 << 16
+
+
+async def _serve_stdio(server: Any, wire_in: int, wire_out: int) -> None:
+    """The SDK's server loop over our own stdio lines: read by the event loop itself
+    (the SDK's reads each line on a worker thread), and every line that is not a
+    JSON-RPC message (malformed, or longer than MAX_LINE) answered with a JSON-RPC
+    error, after which the server reads on (the SDK's drops it unanswered). When the
+    input ends, the server notes that its client is gone before the loop cancels what
+    is still running."""
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    wire = _Wire(wire_out)
+    inbound_send, inbound = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    outbound, outbound_receive = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read() -> None:
+        async with inbound_send:
+            async for line in _lines(wire_in):
+                message = _message(line, wire)
+                if message is not None:
+                    await inbound_send.send(SessionMessage(message))
+            server.client_gone = True
+
+    async def write() -> None:
+        async with outbound_receive:
+            async for session_message in outbound_receive:
+                wire.line(session_message.message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    lowlevel = server._lowlevel_server
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        group.start_soon(write)
+        await lowlevel.run(inbound, outbound, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
+
+
+def _message(line: bytes | None, wire: _Wire) -> Any:
+    """The JSON-RPC message a line holds; None when there is none: a blank line is
+    skipped, anything else refused on the wire (PARSE_ERROR when it is not JSON, else
+    INVALID_REQUEST, with the message's id when it has a usable one)."""
+    import mcp_types
+
+    if line is None:
+        wire.error(None, mcp_types.INVALID_REQUEST, f"Invalid Request: the message is longer than {MAX_LINE} bytes")
+        return None
+    if not line.strip():
+        return None
+    try:
+        return mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValueError:
+        pass
+    try:
+        document = json.loads(line)
+    except (ValueError, RecursionError):
+        wire.error(None, mcp_types.PARSE_ERROR, "Parse error: the message is not JSON")
+        return None
+    found = document.get("id") if isinstance(document, dict) else None
+    request_id = found if isinstance(found, (str, int)) and not isinstance(found, bool) else None
+    wire.error(request_id, mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message MCP knows")
+    return None
+
+
+async def _lines(fd: int) -> AsyncIterator[bytes | None]:
+    """The lines of the input without their newline; None for a line longer than
+    MAX_LINE, which is dropped as it arrives (memory stays bounded)."""
+    pending, too_long = bytearray(), False
+    async for chunk in _chunks(fd):
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
+            if not too_long:
+                pending += chunk[start:end]
+            yield None if too_long or len(pending) > MAX_LINE else bytes(pending)
+            pending.clear()
+            too_long, start = False, end + 1
+        if not too_long:
+            pending += chunk[start:]
+            if len(pending) > MAX_LINE:
+                pending.clear()
+                too_long = True
+    if pending or too_long:
+        yield None if too_long else bytes(pending)
+
+
+async def _chunks(fd: int) -> AsyncIterator[bytes]:
+    """What arrives on the input, as it arrives: a pipe or socket read by the event
+    loop; anything else (a file, a terminal) on a worker thread."""
+    import asyncio
+
+    import anyio
+
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        while chunk := await anyio.to_thread.run_sync(os.read, fd, CHUNK, abandon_on_cancel=True):
+            yield chunk
+        return
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=CHUNK)
+    source = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
+    try:
+        while chunk := await reader.read(CHUNK):
+            yield chunk
+    finally:
+        transport.close()
+
+
+class _Wire:
+    """The wire out: one message a line, written at once (a message is small, and a
+    client reads what it asked for). A client that went away is nobody to answer."""
+
+    def __init__(self, fd: int):
+        self.fd, self.broken = fd, False
+
+    def line(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8") + b"\n")
+        try:
+            while data and not self.broken:
+                data = data[os.write(self.fd, data) :]
+        except OSError:  # EPIPE, mostly: the reading end closed
+            self.broken = True
+
+    def error(self, request_id: str | int | None, code: int, message: str) -> None:
+        error = {"code": code, "message": message}
+        self.line(_json({"jsonrpc": "2.0", "id": request_id, "error": error}))
 
 
 @contextmanager
@@ -142,57 +345,16 @@ def _claimed_stdio() -> Iterator[tuple[int, int]]:
             os.close(fd)
 
 
-class _LineReader:
-    """Lines of stdin for the SDK's stdio loop, read by the event loop itself: the
-    SDK's default reads each line on a worker thread, a hand-off per message."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=MAX_LINE)
-        source = os.fdopen(self.fd, "rb", buffering=0, closefd=False)
-        mode = os.fstat(self.fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):  # a file, a terminal, /dev/null: read on a thread
-            import anyio
-
-            async for text in anyio.wrap_file(io.TextIOWrapper(source, encoding="utf-8", errors="replace")):
-                yield text
-            return
-        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), source)
-        try:
-            while line := await reader.readline():
-                yield line.decode("utf-8", "replace")
-        finally:
-            transport.close()
-
-
-class _LineWriter:
-    """The wire out: one message a line, written at once (a message is small, and a
-    client reads what it asked for)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    async def write(self, text: str) -> None:
-        data = memoryview(text.encode("utf-8"))
-        while data:
-            data = data[os.write(self.fd, data) :]
-
-    async def flush(self) -> None:
-        pass
-
-
 def _json(document: Any) -> str:
     return json.dumps(document, ensure_ascii=False)
 
 
 def serve(board_dir: str | None, caller: str, timeout: float | None) -> int:
-    """Run the stdio server until the client closes its end."""
-    # The SDK serves the wire from a private copy of fd 1 and points fd 1 at stderr,
-    # so nothing printed by mistake can corrupt the protocol.
+    """Run the stdio server until the client closes its end, then exit at once."""
+    import gc
+
     build(board_dir, caller, timeout).run("stdio")
+    # The SDK's objects (pydantic schemas by the thousand) would cost the interpreter's
+    # last collection up to a second on a busy machine: they live until the process ends.
+    gc.freeze()
     return 0

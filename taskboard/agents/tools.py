@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from ..core.errors import Corrupt, GateFailed, TaskError, UsageError
+from ..core.errors import Corrupt, GateFailed, NotFound, TaskError, UsageError
 from ..core.model import (
     PRIORITIES,
     REMOVE,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.outcome import Outcome
+    from ..disk.watch import Stop
     from ..ops.board import Board
 
 MAX_INPUT = 1 << 20  # bytes of one call's arguments as JSON: ample for the largest task, small for a context
@@ -83,22 +84,28 @@ _SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 class Tool:
-    """One tool: what an agent sees (name, description, arguments) and what runs."""
+    """One tool: what an agent sees (name, description, arguments) and what runs. A tool
+    that `waits` may wait (its argument `wait`); its run takes a Stop as well."""
 
-    __slots__ = ("args", "description", "destructive", "name", "read_only", "run")
+    __slots__ = ("args", "description", "destructive", "name", "read_only", "run", "waits")
 
     def __init__(
         self,
         name: str,
         description: str,
         args: list[Arg],
-        run: Callable[[Board, dict[str, Any]], Reply],
+        run: Callable[..., Reply],
         read_only: bool = False,
         destructive: bool = False,
+        waits: bool = False,
     ):
         self.name, self.description, self.run = name, description, run
         self.args = [*args, BOARD_ARG]
-        self.read_only, self.destructive = read_only, destructive
+        self.read_only, self.destructive, self.waits = read_only, destructive, waits
+
+    def waiting(self, arguments: Any) -> bool:
+        """Whether a call with these (unchecked) arguments may wait."""
+        return self.waits and isinstance(arguments, dict) and arguments.get("wait") not in (None, False, 0)
 
     def input_schema(self) -> dict[str, Any]:
         return {
@@ -290,22 +297,32 @@ def _log(board: Board, args: dict[str, Any]) -> Reply:
     return Reply(document, events)
 
 
-def _claim(board: Board, args: dict[str, Any]) -> Reply:
+def _claim(board: Board, args: dict[str, Any], stop: Stop | None = None) -> Reply:
+    from ..disk.state import lease_or_env
+
     owner = args.get("owner") or board.caller
     if args.get("offline", False):  # with init --remote: claim on this clone only
         board = board.local()
-    lease = args.get("lease", _env_lease())
+    lease = lease_or_env(args.get("lease"))
     wait = args.get("wait", False)
     if wait is False:
-        return _only(_outcome_reply(board.claim(args.get("taskId"), owner, lease)), args)
-    outcome = board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait)
+        outcome = board.claim(args.get("taskId"), owner, lease)
+    else:
+        outcome = board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait, stop)
+    if stop is not None and stop.is_set():  # won after the caller gave up: nobody would know it holds it
+        give_back(board, outcome, owner, stop.reason or "the call was given up")
+        raise NotFound(f"stopped waiting: {stop.reason}; what was claimed meanwhile was given back", "stopped")
     return _only(_outcome_reply(outcome), args)
 
 
-def _env_lease() -> float | None:
-    """TASKS_LEASE, as for `tasks claim`: the lease of a claim that names none."""
-    raw = os.environ.get("TASKS_LEASE", "")
-    return _lease("TASKS_LEASE", raw) if raw.strip() else None
+def give_back(board: Board, outcome: Outcome, owner: str, reason: str) -> None:
+    """Release what a claim took (a renewal took nothing), journaled with the reason."""
+    from ..ops.board import Board
+
+    if outcome.record is None or not any(event.what == "claimed" for event in outcome.events):
+        return
+    holder = Board(board.store, owner, board.authority)
+    holder.release(outcome.record["id"], note=f"given back: {reason}")
 
 
 def _import(board: Board, args: dict[str, Any]) -> Reply:
@@ -431,6 +448,7 @@ TOOLS = [
             _FIELDS,
         ],
         _claim,
+        waits=True,
     ),
     Tool(
         "task_note",
@@ -498,15 +516,17 @@ def dispatch(
     board_dir: str | None = None,
     caller: str = "",
     timeout: float | None = None,
+    stop: Stop | None = None,
 ) -> Reply:
     """Run one tool call against the board: the board given in the call, else
     `board_dir`, else TASKS_DIR, else the one found from the working folder. Raises
-    TaskError (a usage error for an unknown tool or bad arguments)."""
+    TaskError (a usage error for an unknown tool or bad arguments). `stop`, set from
+    another thread, ends a wait and gives back what the call took after it was set."""
     tool = find_tool(name)
     args = check_arguments(tool, arguments)
     board = open_board(args.pop("board", None) or board_dir, caller, timeout)
     try:
-        reply = tool.run(board, args)
+        reply = tool.run(board, args, stop) if tool.waits else tool.run(board, args)
     except GateFailed as exc:  # the failed attempt it journaled runs its hooks (git.hooks)
         if exc.recorded is not None:
             from ..git.hooks import fire
@@ -767,6 +787,7 @@ _TOOL_WORDING: dict[str, Callable[[TaskError], str]] = {
     "delete-with-edges": lambda e: "status deleted removes every edge of the task; leave out the edge arguments",
     "ready-and-blocked": lambda e: "ready and blocked exclude each other; ask for one",
     "busy": lambda e: f"{e.message}; try again",
+    "wait-timeout": lambda e: f"{e.message}; call task_claim again to wait on",
     "remote-unreachable": lambda e: (
         f"{e.message}; pass offline: true to claim on this clone only" if e.data.get("claiming") else e.message
     ),

@@ -271,7 +271,9 @@ def claim(
     """Take a task; with `wait`, wait for one (at most `seconds`); `lease` else TASKS_LEASE;
     `offline`: claim on this clone only, without winning the remote's claim ref."""
     need_json(inv, fields)
-    lease = lease if lease is not None else env_lease()
+    from ..disk.state import lease_or_env
+
+    lease = lease_or_env(lease)
     board = inv.board.local() if offline else inv.board
     if not os.path.isdir(board.store.path):  # not "the plan is finished": there is no plan here
         from ..core.errors import NotFound
@@ -286,23 +288,6 @@ def claim(
 
 def renew(inv: Invocation, task_id: int, lease: float | None = None) -> int:
     return show_record(inv, inv.board.renew(task_id, lease))
-
-
-def env_lease() -> float | None:
-    """TASKS_LEASE: the lease of every claim that names none (unset or empty: no lease)."""
-    import os
-
-    raw = os.environ.get("TASKS_LEASE", "")
-    if not raw:
-        return None
-    from ..disk.state import parse_duration
-
-    try:
-        return parse_duration(raw)
-    except ValueError:
-        raise UsageError(
-            f"TASKS_LEASE={raw!r} is not a lease: give a length of time above zero, such as 90s, 15m or 2h"
-        ) from None
 
 
 def import_plan(inv: Invocation, data: bytes) -> int:

@@ -448,6 +448,25 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_LEASE = 30 * 86400
 
 
+def lease_or_env(named: float | None) -> float | None:
+    """The lease of a claim: the one the call named, else TASKS_LEASE (unset or blank: no
+    lease). Every front end asks here: one rule for the variable. A bad value is a usage
+    error naming it, raised only when the variable is what decides."""
+    if named is not None:
+        return named
+    raw = os.environ.get("TASKS_LEASE", "")
+    if not raw.strip():
+        return None
+    try:
+        return parse_duration(raw)
+    except ValueError:
+        from ..core.errors import UsageError
+
+        raise UsageError(
+            f"TASKS_LEASE={raw!r} is not a lease: give a length of time above zero, such as 90s, 15m or 2h"
+        ) from None
+
+
 def parse_duration(text: str) -> float:
     """`90s`, `15m`, `2h`, `1h30m`, `1.5h` or bare seconds (`90`): a positive length of
     time, at most 30 days. Raises ValueError with what is wrong."""

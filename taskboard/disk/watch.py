@@ -13,6 +13,9 @@ attempts included) never wake anyone.
     watcher.arm()         # forget what happened so far: the caller looks at the board now
     ... look ...
     watcher.wait(5.0)     # True when something changed since arm(), False after 5 s
+
+A `Stop` given to the watcher ends its waits at once when set from another thread (the
+MCP server's client cancelled the call, or went away): `wait` then returns False.
 """
 
 from __future__ import annotations
@@ -52,9 +55,41 @@ _ALWAYS = _IN_Q_OVERFLOW | _IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF  # the 
 _EVENT = struct.Struct("iIII")
 
 
-def watcher_for(folders: list[str]) -> Any:
+class Stop:
+    """A flag another thread sets to end a wait now, with the reason; a watcher's
+    `select` wakes on its pipe (made only when a watcher asks for it)."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self._pipe: tuple[int, int] | None = None
+
+    def set(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+            if self._pipe is not None:
+                os.write(self._pipe[1], b"!")
+
+    def is_set(self) -> bool:
+        return self.reason is not None
+
+    def fileno(self) -> int:
+        if self._pipe is None:
+            self._pipe = os.pipe()
+            if self.reason is not None:
+                os.write(self._pipe[1], b"!")
+        return self._pipe[0]
+
+    def close(self) -> None:
+        if self._pipe is not None:
+            for fd in self._pipe:
+                os.close(fd)
+            self._pipe = None
+
+
+def watcher_for(folders: list[str], stop: Stop | None = None) -> Any:
     """A watcher over the folders that exist (created where they may be: the runtime
-    state folder), inotify when the kernel offers it, else a poller."""
+    state folder), inotify when the kernel offers it, else a poller; `stop` ends its
+    waits when set."""
     present = []
     for folder in folders:
         with contextlib.suppress(OSError):
@@ -62,17 +97,18 @@ def watcher_for(folders: list[str]) -> Any:
         if os.path.isdir(folder):
             present.append(folder)
     try:
-        return Inotify(present)
+        return Inotify(present, stop)
     except OSError:
-        return Poller(present)
+        return Poller(present, stop)
 
 
 class Inotify:
     """The kernel's change notices for a few folders (Linux)."""
 
-    def __init__(self, folders: list[str]):
+    def __init__(self, folders: list[str], stop: Stop | None = None):
         import ctypes  # only a waiting claim pays for it
 
+        self.stop = stop
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             init, add = libc.inotify_init1, libc.inotify_add_watch
@@ -95,8 +131,8 @@ class Inotify:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            readable, _, _ = select.select([self.fd], [], [], remaining)
-            if not readable:
+            readable, _, _ = select.select([self.fd, *_wakers(self.stop)], [], [], remaining)
+            if not readable or (self.stop is not None and self.stop.is_set()):
                 return False
             if self._drain():
                 return True
@@ -129,8 +165,8 @@ class Poller:
     INTERVAL = 0.5
     RACY = 2.0
 
-    def __init__(self, folders: list[str]):
-        self.folders = folders
+    def __init__(self, folders: list[str], stop: Stop | None = None):
+        self.folders, self.stop = folders, stop
         self.arm()
 
     def _signature(self) -> tuple:
@@ -155,7 +191,10 @@ class Poller:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
-            time.sleep(self.INTERVAL if remaining is None else min(self.INTERVAL, remaining))
+            pause = self.INTERVAL if remaining is None else min(self.INTERVAL, remaining)
+            select.select(_wakers(self.stop), [], [], pause)
+            if self.stop is not None and self.stop.is_set():
+                return False
             if self._signature() != self.seen:
                 return True
             if self.racy_until is not None and time.time() >= self.racy_until:
@@ -164,3 +203,7 @@ class Poller:
 
     def close(self) -> None:
         pass
+
+
+def _wakers(stop: Stop | None) -> list[int]:
+    return [] if stop is None else [stop.fileno()]

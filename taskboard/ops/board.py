@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..disk.index import Snapshot
+    from ..disk.watch import Stop
     from .check import Problem
     from .coordination import Authority
 
@@ -718,13 +719,18 @@ class Board:
         return self.authority.claim(self, task_id, owner, lease)
 
     def claim_wait(
-        self, task_id: int | None, owner: str, lease: float | None = None, seconds: float | None = None
+        self,
+        task_id: int | None,
+        owner: str,
+        lease: float | None = None,
+        seconds: float | None = None,
+        stop: Stop | None = None,
     ) -> Outcome:
         """Claim; when nothing is claimable yet but something could still come to owner,
-        wait for it (at most `seconds`), holding no lock (taskboard.claims)."""
+        wait for it (at most `seconds`, or until `stop` is set), holding no lock (taskboard.claims)."""
         from . import claims
 
-        return claims.claim_wait(self, task_id, owner, lease, seconds, self.authority.poll(self.store))
+        return claims.claim_wait(self, task_id, owner, lease, seconds, self.authority.poll(self.store), stop)
 
     def renew(self, task_id: int, lease: float | None = None) -> Outcome:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from ..core.model import Record
     from ..disk.store import Store
+    from ..disk.watch import Stop
     from .board import Board, Change
 
 WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (well inside the contract's 1 s)
@@ -569,13 +570,15 @@ def claim_wait(
     lease: float | None = None,
     seconds: float | None = None,
     poll: tuple[float, Any] | None = None,
+    stop: Stop | None = None,
 ) -> Outcome:
     """Claim as `claim` does; when nothing is claimable yet but something open could still
     come to `owner`, wait (holding no lock) until it can be claimed, the `seconds` run
     out, or nothing is left that could come. Wakes on changes to the board's files and
     runtime state, and when a lease runs out; with `poll` (seconds, what to do), also
     every so often: claims through a remote fetch the claim refs (a task given back or
-    completed on another machine changes no file here)."""
+    completed on another machine changes no file here). A `stop` set from another thread
+    ends the wait at once, claiming nothing more (NotFound, reason `stopped`)."""
     from ..disk.watch import watcher_for
 
     check_claimer(owner)
@@ -584,6 +587,8 @@ def claim_wait(
     polled = time.monotonic()
     try:
         while True:
+            if stop is not None and stop.is_set():
+                raise NotFound(f"stopped waiting: {stop.reason}", "stopped", owner=owner)
             if poll is not None and time.monotonic() - polled >= poll[0]:
                 poll[1]()
                 polled = time.monotonic()
@@ -598,7 +603,7 @@ def claim_wait(
                     f"nothing is left that could come to {owner}: {reasons}", "nothing-left", owner=owner
                 )
             if watcher is None:
-                watcher = watcher_for([str(board.store.root), state_of(board.store).folder])
+                watcher = watcher_for([str(board.store.root), state_of(board.store).folder], stop)
                 continue  # look once more now that changes are watched: none slips through
             timeout = None if deadline is None else deadline - time.monotonic()
             if timeout is not None and timeout <= 0:
