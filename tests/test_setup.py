@@ -197,3 +197,81 @@ def test_setup_names_an_unknown_harness(repo):
     done = setup(repo, "vim")
     assert done.returncode == 2
     assert b"claude" in done.stderr and b"codex" in done.stderr
+
+
+# -- what real use found (issue 19) --------------------------------------------------
+
+
+def kept_around(old: bytes, new: bytes) -> bytes:
+    """What setup inserted, given that every byte of `old` is still there around it."""
+    prefix = 0
+    while prefix < len(old) and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = len(old) - prefix
+    assert new[len(new) - suffix :] == old[prefix:], "setup changed bytes it did not mean to"
+    return new[prefix : len(new) - suffix]
+
+
+def test_codex_keeps_crlf_and_every_byte(repo):
+    (repo / ".codex").mkdir()
+    mine = b'# mine\r\nmodel = "o4"\r\n\r\n[mcp_servers.docs]\r\ncommand = "docs-mcp"\r\n'
+    (repo / ".codex" / "config.toml").write_bytes(mine)
+    assert setup(repo, "codex").returncode == 0
+    written = (repo / ".codex" / "config.toml").read_bytes()
+    assert written.startswith(mine)
+    assert kept_around(mine, written) == b'\r\n[mcp_servers.tasks]\r\ncommand = "tasks"\r\nargs = ["mcp"]\r\n'
+    if tomllib is not None:
+        assert tomllib.loads(written.decode())["mcp_servers"]["tasks"] == {"command": "tasks", "args": ["mcp"]}
+
+
+def test_claude_keeps_the_files_layout_and_line_endings(repo):
+    mcp = b'{\r\n    "mcpServers": {\r\n        "github": { "command": "gh-mcp" }\r\n    },\r\n    "x": 1\r\n}\r\n'
+    (repo / ".mcp.json").write_bytes(mcp)
+    (repo / ".claude").mkdir()
+    settings = b'{"permissions": {"allow": ["Bash(ls)"]}}'
+    (repo / ".claude" / "settings.json").write_bytes(settings)
+    assert setup(repo, "claude").returncode == 0
+    written = (repo / ".mcp.json").read_bytes()
+    assert kept_around(mcp, written) == (
+        b',\r\n        "tasks": {\r\n            "type": "stdio",\r\n            "command": "tasks",\r\n'
+        b'            "args": [\r\n                "mcp"\r\n            ]\r\n        }'
+    )
+    assert json.loads(written)["mcpServers"]["tasks"] == {"type": "stdio", "command": "tasks", "args": ["mcp"]}
+    hooks = (repo / ".claude" / "settings.json").read_bytes()
+    assert kept_around(settings, hooks).startswith(b', "hooks": ')
+    assert json.loads(hooks)["hooks"] == {"SessionStart": [{"hooks": [{"type": "command", "command": "tasks prime"}]}]}
+    before = files(repo)
+    assert setup(repo, "claude").returncode == 0
+    assert files(repo) == before
+
+
+def test_setup_writes_dir_and_as_into_the_server_it_configures(repo):
+    """`tasks --dir B --as agent-7 setup claude`: the server the harness starts (from the
+    project root) serves board B as agent-7; the SessionStart hook primes the same board."""
+    board = repo / "src" / "B"
+    for harness in ("claude", "codex"):
+        done = subprocess.run(
+            [*TASKS, "--dir", "B", "--as", "agent-7", "setup", harness], cwd=repo / "src", capture_output=True
+        )
+        assert done.returncode == 0, done.stderr
+    server = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["tasks"]
+    assert server["args"] == ["--dir", "src/B", "--as", "agent-7", "mcp"]
+    hook = json.loads((repo / ".claude" / "settings.json").read_text())["hooks"]["SessionStart"][0]["hooks"][0]
+    assert hook["command"] == "tasks --dir src/B --as agent-7 prime"
+    if tomllib is not None:
+        assert codex_servers(repo)["tasks"] == {"command": "tasks", "args": server["args"]}
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def as_the_harness_starts_it():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "taskboard", *server["args"]], cwd=repo)
+        async with Client(params) as client:
+            await client.call_tool("task_create", {"subject": "from the harness"})
+            return await client.call_tool("task_claim", {})
+
+    import anyio
+
+    claimed = json.loads(anyio.run(as_the_harness_starts_it).content[0].text)
+    assert claimed["owner"] == "agent-7"
+    assert json.loads((board / "task_1.json").read_text())["owner"] == "agent-7"
