@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/repo-taskboard
 
-.PHONY: install uninstall dev demo test bench pictures reference docs lint clean
+.PHONY: install uninstall dev demo test fuzz bench pictures reference docs lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ demo: $(STAMP)  ## show the sample board
 
 test: $(STAMP)  ## the whole test suite
 	$(BIN)/python -m pytest -n 2 -p no:cacheprovider
+
+# The suite's hypothesis cases are the same on every run (tests/conftest.py); this explores
+# fresh random ones, twenty times as many. Run it before resolving any merge or model change.
+fuzz: $(STAMP)  ## the property tests with fresh random cases, many more of them
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider -m hypothesis --hypothesis-profile=fuzz
 
 # The benchmark times a regular (not editable) install in its own venv: an editable
 # install's import hook slows every interpreter start, the bare one included.

@@ -10,7 +10,7 @@ from unittest import mock
 
 import pytest
 from click.testing import CliRunner
-from conftest import _Entry
+from conftest import _Entry, examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import record, write_board
@@ -77,7 +77,7 @@ def test_fast_path_and_click_agree_on_generated_command_lines(tmp_path):
     (template / "task_3.json").write_text("{ torn")
     taken = {"fast": 0, "click": 0}
 
-    @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(command_lines(str(board)))
     def agree(args: list[str]) -> None:
         fast = taskboard.cli.app.fast_command(list(args), Invocation()) is not None

@@ -8,6 +8,7 @@ import os
 from itertools import pairwise
 
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -245,5 +246,5 @@ class BoardModel(RuleBasedStateMachine):
 
 TestBoardModel = BoardModel.TestCase
 TestBoardModel.settings = settings(
-    max_examples=40, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(40), stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )

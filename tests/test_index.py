@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import tasks_process
+from conftest import examples, tasks_process
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -305,7 +305,7 @@ def test_no_record_where_a_change_after_a_stat_can_keep_the_ctime(board_dir, mon
     edits=st.lists(st.tuples(st.integers(0, 1499), st.booleans()), max_size=8),
     unsure=st.sets(st.integers(0, 1499), max_size=8),
 )
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 def test_the_changed_entries_are_found_a_block_at_a_time_exactly_as_one_by_one(size, edits, unsure):
     from array import array
 
@@ -712,7 +712,7 @@ class BoardAndCache(RuleBasedStateMachine):
 
 
 BoardAndCache.TestCase.settings = settings(
-    max_examples=30,
+    max_examples=examples(30),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

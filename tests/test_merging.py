@@ -8,6 +8,7 @@ import json
 
 import pytest
 from boardsim import by_uid, encode, grow
+from conftest import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from invariants import graph_problems, record
@@ -184,7 +185,7 @@ def test_merge_file_refuses_damaged_input(damage, words):
 # -- whole boards, grown on two branches --------------------------------------------------------
 
 SEEDS = st.integers(0, 10**9)
-board_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+board_settings = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def merged_files(base: dict, ours: dict, theirs: dict) -> list[dict]:

@@ -4,6 +4,7 @@ kind of task."""
 
 from __future__ import annotations
 
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,7 +87,7 @@ def tasks(draw):
     return record, neighbours, {1: fact}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(tasks(), st.sampled_from([40, 80, 100, 160]))
 def test_the_plain_view_fits_its_width_and_says_everything(task, width):
     record, neighbours, facts = task
@@ -116,7 +117,7 @@ def test_fold_breaks_between_words_and_cuts_long_ones():
     assert plain.fold("a\n\nb", 10) == ["a", "", "b"]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(tasks())
 def test_the_colour_view_and_the_plain_text_show_the_same_rows(task):
     """A row added to one view and not the other fails here: the colour view's panel,
