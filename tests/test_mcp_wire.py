@@ -266,6 +266,7 @@ def test_a_waiting_call_reports_progress_or_answers_within_fifty_seconds(wire):
     server = wire("--as", "patient")
     started = time.monotonic()
     silent = server.call("task_claim", {"wait": True})
+    as_text = server.call("task_claim", {"wait": "true"})  # what the inspector CLI sends
     told = server.call("task_claim", {"wait": 120}, meta={"progressToken": "p-1"})
     seen = []
     for _ in range(2):
@@ -274,11 +275,12 @@ def test_a_waiting_call_reports_progress_or_answers_within_fifty_seconds(wire):
     assert seen[0][0] <= 11 and seen[1][0] - seen[0][0] <= 11
     assert [p["progressToken"] for _, p in seen] == ["p-1", "p-1"]
     assert seen[0][1]["progress"] < seen[1][1]["progress"] and seen[0][1]["total"] == 120
-    failed, [error] = result(server.reply(silent, timeout=58))
-    waited = time.monotonic() - started
-    assert failed and error["error"]["code"] == "not_found" and error["error"]["exit"] == 3
-    assert "waited 50 s" in error["error"]["message"]
-    assert 49 < waited < 58
+    for call in (silent, as_text):
+        failed, [error] = result(server.reply(call, timeout=58))
+        waited = time.monotonic() - started
+        assert failed and error["error"]["code"] == "not_found" and error["error"]["exit"] == 3
+        assert "waited 50 s" in error["error"]["message"]
+        assert 49 < waited < 58
     server.cancel(told)
     server.settle()
 
@@ -327,3 +329,14 @@ def test_a_blank_tasks_lease_is_no_lease_everywhere(wire, run, blank):
     assert not failed and record["id"] == 3
     leases = [e for e in run.json("log") if e["event"] == "claimed" and e.get("lease")]
     assert leases == []
+
+
+@pytest.mark.parametrize(
+    ("wait", "message"), [("0.2", "waited 0.2 s"), ("false", "no ready task"), ("soon", "wait must")]
+)
+def test_a_wait_given_as_text_as_the_inspector_cli_sends_it(wire, wait, message):
+    """The inspector's --tool-arg converts a value only where the schema names one type;
+    wait (seconds or true) arrives as text."""
+    server = wire("--as", "inspector")
+    failed, [error] = result(server.reply(server.call("task_claim", {"wait": wait})))
+    assert failed and message in error["error"]["message"]

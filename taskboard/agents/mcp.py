@@ -110,11 +110,12 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
             from ..disk.watch import Stop
 
             tool = tools.BY_NAME.get(name)
-            waiting = tool is not None and tool.waiting(arguments)
+            waiting = tool.waiting(arguments) if tool is not None else False
             params = context.request_context.params if context is not None else None
-            token = progress_token_from_params(params) if waiting else None
-            if waiting and token is None:
-                arguments = _within_silence(arguments)
+            token = progress_token_from_params(params) if waiting is not False else None
+            if token is None and waiting is not False and (waiting is True or waiting > SILENT_WAIT):
+                # nobody hears that it is alive: it answers before the client gives up
+                arguments, waiting = {**arguments, "wait": SILENT_WAIT}, SILENT_WAIT
             stop = Stop()
             finished = False
 
@@ -129,11 +130,11 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
                 async with anyio.create_task_group() as group:
                     group.start_soon(stop_when_cancelled)
                     if token is not None:
-                        group.start_soon(_report_progress, context, arguments.get("wait"))
+                        group.start_soon(_report_progress, context, waiting)
                     with anyio.CancelScope(shield=True):  # the thread runs to its end: what it took is known
                         texts, failed = await anyio.to_thread.run_sync(
                             answer, name, arguments, board_dir, caller, timeout, stop,
-                            limiter=waiters if waiting else None,
+                            limiter=waiters if waiting is not False else None,
                         )  # fmt: skip
                     finished = True
                     group.cancel_scope.cancel()
@@ -151,21 +152,12 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
     )
 
 
-def _within_silence(arguments: dict[str, Any]) -> dict[str, Any]:
-    """A waiting call's arguments when the client asked for no progress: at most
-    SILENT_WAIT seconds, below the 60 s after which common clients give up."""
-    wait = arguments.get("wait")
-    if wait is True or (isinstance(wait, (int, float)) and wait > SILENT_WAIT):
-        return {**arguments, "wait": SILENT_WAIT}
-    return arguments
-
-
-async def _report_progress(context: Any, wait: Any) -> None:
+async def _report_progress(context: Any, wait: float | bool) -> None:
     """A progress notification every PROGRESS_EVERY seconds: the seconds waited so far
     (of the wait asked for, when it has an end)."""
     import anyio
 
-    total = float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) else None
+    total = None if wait is True else float(wait)
     waited = 0.0
     while True:
         await anyio.sleep(PROGRESS_EVERY)

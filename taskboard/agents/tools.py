@@ -12,6 +12,7 @@ Claude Code's own task tools (`taskId`, `subject`, `description`, `status`, `own
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from ..core.errors import Corrupt, GateFailed, NotFound, TaskError, UsageError
@@ -103,9 +104,15 @@ class Tool:
         self.args = [*args, BOARD_ARG]
         self.read_only, self.destructive, self.waits = read_only, destructive, waits
 
-    def waiting(self, arguments: Any) -> bool:
-        """Whether a call with these (unchecked) arguments may wait."""
-        return self.waits and isinstance(arguments, dict) and arguments.get("wait") not in (None, False, 0)
+    def waiting(self, arguments: Any) -> float | bool:
+        """How long a call with these (unchecked) arguments may wait: seconds, True
+        (until the plan is done), or False (not at all, or arguments it refuses)."""
+        if not self.waits or not isinstance(arguments, dict) or arguments.get("wait") is None:
+            return False
+        try:
+            return _wait("wait", arguments["wait"]) or False
+        except UsageError:
+            return False
 
     def input_schema(self) -> dict[str, Any]:
         return {
@@ -704,6 +711,8 @@ def _lease(name: str, value: Any) -> float:
 
 
 def _wait(name: str, value: Any) -> float | bool:
+    if isinstance(value, str):  # some clients send what is not a lone string type as text: "true", "60"
+        value = {"true": True, "false": False}.get(value.strip().lower(), _number(value))
     if value is True or value is False:
         return value
     if isinstance(value, (int, float)) and 0 <= value <= MAX_WAIT:
@@ -738,6 +747,15 @@ def _when(name: str, value: Any) -> Any:
         except UsageError:
             pass
     raise _wrong(name, 'a time: "2h", "3d" from now, or an ISO date or time such as "2026-12-24T09:00"', value)
+
+
+def _number(text: str) -> Any:
+    """The number a text spells (decimal only), else the text itself."""
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def _plan(name: str, value: Any) -> list:
