@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PREFIX ?= $(HOME)/.local
 TOOL_VENV := $(PREFIX)/share/repo-taskboard
 
-.PHONY: install uninstall dev demo test fuzz bench pictures reference docs lint clean
+.PHONY: install uninstall dev demo test fuzz bench pictures browser-picture reference docs lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,17 +17,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q taskboard  # start-up is the latency: never compile per call
 	touch $(STAMP)
 
-install:  ## put `tasks` on your PATH, with the MCP extra: pipx, else uv, else a venv in $(PREFIX)
+install:  ## put `tasks` on your PATH, with the MCP and web extras: pipx, else uv, else a venv in $(PREFIX)
 	@if command -v pipx >/dev/null 2>&1; then \
-	  echo "pipx install --force '.[mcp]'"; pipx install --force '.[mcp]' && \
+	  echo "pipx install --force '.[mcp,web]'"; pipx install --force '.[mcp,web]' && \
 	  { command -v tasks >/dev/null 2>&1 || echo "put pipx's folder on your PATH: pipx ensurepath, then open a new shell"; }; \
 	elif command -v uv >/dev/null 2>&1; then \
-	  echo "uv tool install --force '.[mcp]'"; uv tool install --force '.[mcp]' && \
+	  echo "uv tool install --force '.[mcp,web]'"; uv tool install --force '.[mcp,web]' && \
 	  { command -v tasks >/dev/null 2>&1 || echo "put uv's tool folder on your PATH: uv tool update-shell, then open a new shell"; }; \
 	else \
 	  echo "neither pipx nor uv: a venv of its own in $(TOOL_VENV), tasks linked into $(PREFIX)/bin"; \
 	  rm -rf '$(TOOL_VENV)' && $(PYTHON) -m venv '$(TOOL_VENV)' && \
-	  '$(TOOL_VENV)/bin/python' -m pip install --quiet '.[mcp]' && \
+	  '$(TOOL_VENV)/bin/python' -m pip install --quiet '.[mcp,web]' && \
 	  mkdir -p '$(PREFIX)/bin' && ln -sf '$(TOOL_VENV)/bin/tasks' '$(PREFIX)/bin/tasks' && \
 	  case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "add $(PREFIX)/bin to your PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac; \
 	fi
@@ -58,13 +58,16 @@ BENCH_VENV := .venv-bench
 bench: $(STAMP)  ## timings against the bare interpreter
 	rm -rf $(BENCH_VENV)
 	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet '.[mcp]'  # the extra: bench times tasks mcp too
+	$(BENCH_VENV)/bin/python -m pip install --quiet '.[mcp,web]'  # the extras: bench times tasks mcp and tasks serve too
 	$(BENCH_VENV)/bin/python -m compileall -q $(BENCH_VENV)/lib
 	$(BENCH_VENV)/bin/python bench/bench.py
 
 pictures: $(STAMP)  ## regenerate the SVGs the README shows
 	$(BIN)/tasks --dir .tasks.example board --svg docs/board.svg > /dev/null
 	$(BIN)/tasks --dir .tasks.example graph --svg docs/graph.svg > /dev/null
+
+browser-picture: $(STAMP)  ## docs/browser.png: the board page in headless Chromium (apt: chromium chromium-driver)
+	$(BIN)/python bench/picture.py --board .tasks.example --out docs/browser.png
 
 reference: $(STAMP)  ## regenerate docs/reference/commands.md and tools.md from the code (tests fail when stale)
 	$(BIN)/python scripts/reference.py

@@ -895,6 +895,88 @@ def mcp_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
     ]
 
 
+def web_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
+    """`tasks serve` on the 10k board (5 % open): the board page served warm (median of
+    GETs over one kept-alive connection), and how long a change made by the command line
+    takes to reach an open page: from the start of `tasks create` to the page's change
+    feed saying so, and to the page fetched again showing the new task."""
+    import http.client
+    import re
+    import subprocess
+
+    server = subprocess.Popen(
+        [TASKS, "--dir", str(board), "serve", "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stderr is not None
+    found = re.search(r"http://127\.0\.0\.1:(\d+)/", server.stderr.readline())
+    if found is None:
+        server.kill()
+        print("\n(tasks serve did not start: install taskboard[web] for these figures)")
+        return []
+    port = int(found.group(1))
+    try:
+        page = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+        def get(path: str = "/") -> bytes:
+            page.request("GET", path)
+            answer = page.getresponse()
+            body = answer.read()
+            expect(f"GET {path}", answer.status, 200)
+            return body
+
+        cold_began = time.perf_counter()
+        first = get()
+        cold = time.perf_counter() - cold_began
+        opened = sum(read_task(board, int(name.stem[5:]))["status"] in OPEN for name in board.glob("task_*.json"))
+        expect("cards on the board page", first.count(b'<li class="card'), opened + 20)  # every open card, 20 of Done
+        times = []
+        for _ in range(max(runs, 11)):
+            began = time.perf_counter()
+            get()
+            times.append(time.perf_counter() - began)
+        served = statistics.median(times)
+        feed = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        feed.request("GET", "/events")
+        stream = feed.getresponse()
+        for _ in range(4):  # retry, hello, its data, the blank line
+            stream.readline()
+        seen, shown = [], []
+        for n in range(5):
+            subject = f"seen live {n}"
+            began = time.perf_counter()
+            subprocess.run([TASKS, "--dir", str(board), "create", subject], capture_output=True, check=True)
+            line = stream.readline()
+            while not line.startswith(b"event: change"):
+                line = stream.readline()
+            seen.append(time.perf_counter() - began)
+            expect("the new task on the page", subject.encode() in get(), True)
+            shown.append(time.perf_counter() - began)
+            stream.readline(), stream.readline()
+            time.sleep(0.3)  # let the feed settle: the next change is a change of its own
+        feed.close()
+        page.close()
+        print("\n`tasks serve` on the 10k board (5 % open):")
+        print(f"  board page, first GET        {cold * 1000:7.0f} ms")
+        print(f"  board page, warm (median)    {served * 1000:7.0f} ms (n={len(times)})")
+        print(
+            f"  tasks create → change event  {statistics.median(seen) * 1000:7.0f} ms median, max {max(seen) * 1000:.0f} ms"
+        )
+        print(
+            f"  tasks create → page shows it {statistics.median(shown) * 1000:7.0f} ms median, max {max(shown) * 1000:.0f} ms"
+        )
+    finally:
+        server.terminate()
+        server.wait(10)
+    return [
+        ("board page served, 10k (5 % open)", f"{served * 1000:.0f} ms", "≤ 300 ms", served <= 0.3),
+        ("CLI change seen by an open page", f"{max(shown) * 1000:.0f} ms", "≤ 1 s", max(shown) <= 1.0),
+    ]
+
+
 # -- the run -----------------------------------------------------------------------------
 
 
@@ -905,6 +987,7 @@ def main() -> int:
     parser.add_argument("--keep", metavar="DIR", help="build the boards in DIR and leave them there")
     parser.add_argument("--merge-only", action="store_true", help="only the merge of two branches (issue 11)")
     parser.add_argument("--remote-only", action="store_true", help="only claims through a git remote (issue 12)")
+    parser.add_argument("--web-only", action="store_true", help="only tasks serve on a 10k board (issue 23)")
     options = parser.parse_args()
     runs = max(3, options.runs)
     sizes = [int(size) for size in options.sizes.split(",")]
@@ -921,6 +1004,10 @@ def main() -> int:
         print(f"file system: {ctime_grain(root)}")
         if options.merge_only:
             return 0 if all("NOT" not in checked for _, _, checked in bench_merge(root)) else 1
+        if options.web_only:
+            folder = root / "web-10000" / ".tasks"
+            build_board(folder, 10_000)
+            return 0 if all(ok for *_, ok in web_server(folder, runs)) else 1
         if options.remote_only:
             found = remote_claim_figures(bench, root)
             return 0 if max(found["claim_trips"], found["loser_trips"]) <= 2 else 1
@@ -956,6 +1043,7 @@ def main() -> int:
         remote_claims = remote_claim_figures(bench, root)
         waits = waiting_figures(root)
         mcp_checks = mcp_server(boards[10_000]["folder"], runs) if 10_000 in sizes else []
+        web_checks = web_server(boards[10_000]["folder"], runs) if 10_000 in sizes else []
         print("\nthe journal:")
         empty_journal, long_journal = journal_boards(root)
         note_empty, note_long = bench.measure_together(
@@ -1044,7 +1132,7 @@ def main() -> int:
                 waits["takeover_after_expiry"] <= 1.0,
             )
         )
-        checks += mcp_checks
+        checks += mcp_checks + web_checks
         trips = (remote_claims["claim_trips"], remote_claims["loser_trips"])
         checks.append(
             ("claim through a remote: git round trips (win, lose)", f"{trips[0]}, {trips[1]}", "≤ 2", max(trips) <= 2)

@@ -165,6 +165,23 @@ async def _report_progress(context: Any, wait: float | bool) -> None:
         await context.report_progress(waited, total, "waiting for a task to become claimable")
 
 
+def streamable_http(board_dir: str | None, caller: str, timeout: float | None) -> tuple[Any, Any]:
+    """The same server over streamable HTTP, for `tasks serve` (taskboard.web): the session
+    manager, whose `run()` the web app's lifespan enters, and the ASGI app of /mcp. The
+    web wing's guard checks Host, Origin and the token before a request reaches it (the
+    SDK's own DNS-rebinding check knows only loopback names, so it is left off)."""
+    server = build(board_dir, caller, timeout)  # a usage error naming the install when the SDK is missing
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server.streamable_http_app(
+        streamable_http_path="/mcp",
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    manager = server.session_manager
+    return manager, StreamableHTTPASGIApp(manager)
+
+
 def answer(
     name: Any,
     arguments: Any,

@@ -972,6 +972,44 @@ def mcp(inv: Invocation):
     return mcp_server.serve(inv.board_dir, caller_from_env(inv.caller_flag), timeout)
 
 
+@cli.command()
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8765, show_default=True, help="The port (0: any free one)."
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The address to listen on; beyond loopback only with a token.",
+)
+@click.option("--token", help="A secret every request must carry (else TASKS_SERVE_TOKEN); needed beyond loopback.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the board in the browser.")
+@pass_inv
+def serve(inv: Invocation, port, host, token, open_browser):
+    """Serve the board to a browser, live; needs the web extra (make install has it).
+
+    The kanban, the graph, each task and the journal, updated within a second of any
+    change; actions from the page are the command line's own changes, journaled with
+    the page user's name (--as, else asked once). MCP over HTTP at /mcp.
+
+    \b
+      tasks serve --open
+      tasks --as alice serve --port 9000
+    """
+    import os
+
+    from .invocation import env_timeout
+    from .store import DEFAULT_TIMEOUT, board_path
+    from .tools import caller_from_env
+    from .web.server import serve as run_server
+
+    timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
+    token = token if token is not None else os.environ.get("TASKS_SERVE_TOKEN") or None
+    board = os.path.abspath(board_path(inv.board_dir))
+    say = lambda line: write(sys.stderr, line + "\n")  # noqa: E731
+    return run_server(board, caller_from_env(inv.caller_flag), timeout, host, port, token, open_browser, say)
+
+
 def run(args: list[str], inv: Invocation) -> int:
     """Parse with click and run the command; click's own failures become exit codes,
     the board's (TaskError) propagate to the caller, which reports them."""

@@ -1,0 +1,240 @@
+"""The board in a real browser (DESIGN §12): the distribution's headless Chromium,
+driven through chromium-driver by selenium, against a real `tasks serve`. One browser
+for the module; every test waits on a condition in the page, never on a clock.
+
+The board renders; a change made by the command line appears without a reload; claim
+and complete from the page are seen by the command line; a refused action shows the
+command line's message; the page is usable 375 px wide; nothing is logged as an
+error in the browser's console.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+from served import Served, tasks
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+WAIT = 20  # seconds a condition may take on a loaded machine before the test fails
+
+
+@pytest.fixture(scope="module")
+def browser():
+    profile = tempfile.mkdtemp(prefix="tasks-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument("--window-size=1280,900")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("browser") / ".tasks"
+    for args in (
+        ("create", "Write parser", "--priority", "1"),
+        ("create", "Write tests", "--blocked-by", "1"),
+        ("create", "Held by bob"),
+        ("create", "Claimed by keyboard"),
+        ("create", "Waits on bob", "--blocked-by", "3"),
+    ):
+        assert tasks(folder, *args).returncode == 0
+    assert tasks(folder, "claim", "3", caller="bob").returncode == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(board):
+    served = Served(board)
+    yield served
+    served.stop()
+
+
+def wait(driver, condition, message: str):
+    return WebDriverWait(driver, WAIT).until(lambda _driver: condition(), message)
+
+
+def errors(driver) -> list[dict]:
+    return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def live(driver) -> None:
+    """Wait until the page's change feed is open (the script listens)."""
+    driver.execute_script(
+        "window.__open = false; const s = new EventSource('/events');"
+        "s.addEventListener('hello', () => { window.__open = true; s.close(); });"
+    )
+    wait(driver, lambda: driver.execute_script("return window.__open"), "the change feed never said hello")
+
+
+def record(board: Path, task_id: int) -> dict:
+    return json.loads(tasks(board, "get", str(task_id), "--json").stdout)
+
+
+def test_the_board_renders(browser, server):
+    browser.get(server.url + "/")
+    headings = [h.text.rsplit(" ", 1)[0] for h in browser.find_elements(By.CSS_SELECTOR, ".column h2")]
+    assert headings == ["⊘ Blocked", "○ Ready", "◐ In progress", "✔ Done"]
+    assert "Waits on bob" in browser.find_element(By.CSS_SELECTOR, ".column.blocked").text
+    assert "@bob" in browser.find_element(By.CSS_SELECTOR, ".column.in_progress").text
+    assert errors(browser) == []
+
+
+def test_a_command_line_change_appears_without_reload(browser, server, board):
+    browser.get(server.url + "/")
+    live(browser)
+    browser.execute_script("window.__same_page = 'yes'")
+    assert tasks(board, "create", "Made at the shell").returncode == 0
+    ready = lambda: "Made at the shell" in browser.find_element(By.CSS_SELECTOR, ".column.ready").text  # noqa: E731
+    wait(browser, ready, "the new task never showed")
+    assert browser.execute_script("return window.__same_page") == "yes"  # no reload: the script swapped it in
+    assert errors(browser) == []
+
+
+def test_claim_and_complete_from_the_page_are_seen_by_the_command_line(browser, server, board):
+    browser.get(server.url + "/")
+    name = browser.find_element(By.ID, "who-name")
+    name.send_keys("alice")
+    browser.find_element(By.CSS_SELECTOR, "#who button").click()
+    wait(browser, lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-user") == "alice", "no name")
+    browser.find_element(By.ID, "claim-1").click()
+    wait(browser, lambda: record(board, 1)["status"] == "in_progress", "the claim never reached the board")
+    assert record(board, 1)["owner"] == "alice"
+    complete = lambda: browser.find_elements(By.ID, "complete-1")  # noqa: E731
+    wait(browser, complete, "the card never moved to In progress")
+    complete()[0].click()
+    wait(browser, lambda: record(board, 1)["status"] == "completed", "the completion never reached the board")
+    log = json.loads(tasks(board, "log", "1", "--json").stdout)
+    assert [(e["actor"], e["event"]) for e in log][-2:] == [("alice", "claimed"), ("alice", "completed")]
+    done = lambda: "Write parser" in browser.find_element(By.CSS_SELECTOR, ".column.completed").text  # noqa: E731
+    wait(browser, done, "the card never moved to Done")
+    assert errors(browser) == []
+
+
+def named(browser, server, name: str = "alice") -> None:
+    """The page user's name, as the browser remembers it once asked."""
+    browser.get(server.url + "/")
+    browser.add_cookie({"name": "tasks_name", "value": name, "path": "/"})
+    browser.get(server.url + "/")
+
+
+def test_a_refused_action_shows_the_command_lines_message(browser, server, board):
+    cli = tasks(board, "done", "3", caller="alice")  # bob holds #3
+    assert cli.returncode == 4
+    message = cli.stderr.strip().removeprefix("tasks: error: ")
+    named(browser, server)
+    browser.find_element(By.ID, "complete-3").click()
+    flash = browser.find_element(By.ID, "flash")
+    wait(browser, lambda: flash.is_displayed() and flash.text, "no answer shown")
+    assert flash.text == message
+    assert flash.get_attribute("role") == "alert"
+    assert record(board, 3)["status"] == "in_progress"
+    assert errors(browser) == []  # a refusal is an answer, not a failed request
+
+
+def test_a_keyboard_alone_can_claim(browser, server, board):
+    from selenium.webdriver.common.keys import Keys
+
+    named(browser, server, "kim")
+    body = browser.find_element(By.TAG_NAME, "body")
+    for _ in range(300):
+        if browser.execute_script("return document.activeElement.id") == "claim-4":
+            break
+        browser.switch_to.active_element.send_keys(Keys.TAB) if browser.switch_to.active_element else body.send_keys(
+            Keys.TAB
+        )
+    assert browser.execute_script("return document.activeElement.id") == "claim-4"
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(browser, lambda: record(board, 4)["owner"] == "kim", "Enter on the focused Claim button claimed nothing")
+    assert errors(browser) == []
+
+
+def test_375_pixels_wide(browser, server):
+    """A phone's width (headless Chromium's window is never narrower than 500 px: the
+    viewport is emulated): nothing wider than the screen, the columns stacked."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 375, "height": 800, "deviceScaleFactor": 1, "mobile": True}
+    )
+    try:
+        for path in ("/", "/task/2", "/graph", "/journal"):
+            browser.get(server.url + path)
+            width = browser.execute_script("return document.documentElement.clientWidth")
+            assert width == 375
+            assert browser.execute_script("return document.documentElement.scrollWidth") <= width, path
+            for control in browser.find_elements(By.CSS_SELECTOR, "button, input:not([type=hidden]), select, textarea"):
+                if control.is_displayed():
+                    right = control.location["x"] + control.size["width"]
+                    assert right <= width + 1, (path, control.get_attribute("outerHTML"))
+            if path == "/":
+                columns = browser.find_elements(By.CSS_SELECTOR, ".column")
+                assert len({column.location["x"] for column in columns}) == 1  # stacked, one above the other
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    assert errors(browser) == []
+
+
+def test_every_control_has_a_label(browser, server):
+    for path in ("/", "/task/2", "/graph", "/journal"):
+        browser.get(server.url + path)
+        unlabelled = browser.execute_script(
+            "return Array.from(document.querySelectorAll('input:not([type=hidden]), select, textarea, button'))"
+            ".filter(c => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())"
+            ".map(c => c.outerHTML)"
+        )
+        assert unlabelled == [], path
+    assert errors(browser) == []
+
+
+def test_a_page_that_lost_its_server_says_so_and_catches_up(browser, tmp_path):
+    import socket
+
+    board = tmp_path / ".tasks"
+    assert tasks(board, "create", "Before the restart").returncode == 0
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    first = Served(board, port=port)
+    try:
+        browser.get(first.url + "/")
+        live(browser)
+    finally:
+        first.stop()
+    banner = browser.find_element(By.ID, "connection")
+    wait(browser, banner.is_displayed, "the page never said it lost the server")
+    assert "lost" in banner.text
+    assert tasks(board, "create", "Made while it was away").returncode == 0
+    second = Served(board, port=port)
+    try:
+        wait(browser, lambda: not banner.is_displayed(), "the page never said it was back")
+        ready = lambda: "Made while it was away" in browser.find_element(By.CSS_SELECTOR, ".column.ready").text  # noqa: E731
+        wait(browser, ready, "the page never caught up")
+    finally:
+        second.stop()
+    severe = [entry["message"] for entry in errors(browser)]
+    assert all("/events" in message for message in severe), severe  # only the feed's own failed reconnects

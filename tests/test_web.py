@@ -1,0 +1,459 @@
+"""`tasks serve` over HTTP (DESIGN §12): the pages read without script, the guard
+refuses other sites (Host, Origin), forms without the per-start secret and requests
+without the token, GET changes no file, and every action is the command line's own
+change, journaled with the page user's name, refused with the command line's message,
+and refused when sent from an older version of the task. In-process through
+Starlette's TestClient, and against a real server where the wire matters (the change
+feed, MCP over streamable HTTP)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from served import Served, tasks
+from starlette.testclient import TestClient
+
+from taskboard.web.server import Site, build
+
+HOST = "127.0.0.1:8765"
+
+
+@pytest.fixture
+def board(tmp_path: Path) -> Path:
+    folder = tmp_path / ".tasks"
+    for args in (
+        ("create", "Write parser", "--priority", "1", "--label", "parser"),
+        ("create", "Write tests", "--blocked-by", "1"),
+        ("create", "Ship it", "--blocked-by", "2"),
+        ("create", "Docs <b>bold</b>", "-d", "line one\nline two"),
+    ):
+        assert tasks(folder, *args).returncode == 0
+    assert tasks(folder, "claim", "1", caller="bob").returncode == 0
+    return folder
+
+
+def client_for(board: Path, caller: str = "", token: str | None = None) -> tuple[TestClient, Site]:
+    site = Site(str(board), caller, 10.0, "127.0.0.1", 8765, token)
+    return TestClient(build(site, mcp=False), base_url=f"http://{HOST}"), site
+
+
+@pytest.fixture
+def web(board: Path):
+    client, site = client_for(board)
+    with client:
+        yield client, site
+
+
+def record(board: Path, task_id: int) -> dict:
+    return json.loads((board / f"task_{task_id}.json").read_text())
+
+
+def files(board: Path, cache: bool = True) -> dict[str, tuple[bytes, int]]:
+    """Every file under the board folder (dot files included): bytes and modification time;
+    without `cache`, the derived cache beside the board left out (taskboard.index: any
+    read, the command line's included, may refresh it; git never sees it)."""
+    return {
+        str(path.relative_to(board)): (path.read_bytes(), path.stat().st_mtime_ns)
+        for path in sorted(board.rglob("*"))
+        if path.is_file() and (cache or not str(path.relative_to(board)).startswith(".cache/"))
+    }
+
+
+def version_on(page: str, task_id: int) -> str:
+    found = re.search(rf'action="/task/{task_id}/\w+">.*?name="version" value="(\w+)"', page, re.S)
+    assert found, page
+    return found.group(1)
+
+
+def post(client: TestClient, site: Site, path: str, form: dict, name: str = "alice", **kwargs) -> object:
+    cookies = {"tasks_name": name} if name else {}
+    body = urlencode({"_secret": site.secret, **form})
+    headers = {"content-type": "application/x-www-form-urlencoded", **kwargs.pop("headers", {})}
+    client.cookies.clear()
+    for key, value in cookies.items():
+        client.cookies.set(key, value)
+    return client.post(path, content=body, headers=headers, follow_redirects=False, **kwargs)
+
+
+# -- reading ---------------------------------------------------------------------------
+
+
+def test_the_board_reads_without_script_in_the_terminals_words(web):
+    client, _site = web
+    page = client.get("/").text
+    for column in ("⊘ Blocked", "○ Ready", "◐ In progress", "✔ Done"):
+        assert column in re.sub(r"<[^>]+>", "", page).replace("  ", " ")
+    assert "4 tasks · 0 ready · 1 in progress · 2 blocked · 1 done" not in page  # one is ready: #4
+    assert "4 tasks · 1 ready · 1 in progress · 2 blocked · 0 done" in page
+    assert "@bob" in page and "waits on" in page
+    assert "Docs &lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page  # user text is escaped
+
+
+def test_a_task_page_has_every_field_its_links_and_its_journal(web, board):
+    client, _site = web
+    page = client.get("/task/2").text
+    uid = record(board, 2)["uid"]
+    assert uid in page and "Write tests" in page
+    assert 'href="/task/1"' in page and 'href="/task/3"' in page  # its blocker and its dependent
+    assert "created" in page and "linked" in page  # its journal
+
+
+def test_filters_live_in_the_url_and_a_bad_one_says_why(web):
+    client, _site = web
+    page = client.get("/?owner=bob").text
+    assert "Write parser" in page and "Write tests" not in page
+    assert "Write parser" not in client.get("/?q=tests").text
+    assert "Ship it" in client.get("/?status=blocked").text
+    assert "Ship it" not in client.get("/?label=parser").text
+    bad = client.get("/?priority=9")
+    assert bad.status_code == 400 and "priority" in bad.text
+
+
+def test_the_graph_and_the_journal_render(web):
+    client, _site = web
+    graph = client.get("/graph").text
+    assert "<svg" in graph and 'href="/task/2"' in graph and "waits on" in graph
+    journal = client.get("/journal").text
+    assert "claimed" in journal and "bob" in journal
+    assert client.get("/task/99").status_code == 404
+    assert "no task #99" in client.get("/task/99").text
+
+
+def test_get_never_changes_a_file(web, board):
+    client, _site = web
+    before = files(board, cache=False)
+    for path in ("/", "/?done=all", "/task/1", "/task/2", "/graph", "/graph?all=1", "/graph?task=2", "/journal"):
+        assert client.get(path).status_code == 200, path
+    for path in ("/create", "/task/1/claim", "/task/1/complete", "/name"):  # an action's address, read: nothing
+        assert client.get(path).status_code in (404, 405), path
+    assert files(board, cache=False) == before
+
+
+# -- the guard ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["evil.example:8765", "127.0.0.1:9999", "attacker.test", ""])
+def test_a_host_that_is_not_this_server_is_refused(web, host):
+    client, _site = web
+    answer = client.get("/", headers={"host": host})
+    assert answer.status_code == 403 and "Host" in answer.text
+    assert client.get("/", headers={"host": "localhost:8765"}).status_code == 200
+
+
+def test_another_sites_origin_can_neither_read_nor_act(web, board):
+    client, site = web
+    before = files(board)
+    assert client.get("/", headers={"origin": "http://evil.example"}).status_code == 403
+    answer = post(client, site, "/create", {"subject": "from evil"}, headers={"origin": "http://evil.example"})
+    assert answer.status_code == 403
+    answer = post(client, site, "/create", {"subject": "cross"}, headers={"sec-fetch-site": "cross-site"})
+    assert answer.status_code == 403
+    assert files(board) == before
+    answer = post(client, site, "/create", {"subject": "same"}, headers={"origin": f"http://{HOST}"})
+    assert answer.status_code == 303
+
+
+@pytest.mark.parametrize("secret", [None, "", "guess"])
+def test_an_action_without_the_secret_changes_nothing(web, board, secret):
+    client, _site = web
+    before = files(board)
+    form = {"subject": "sneaky"} | ({"_secret": secret} if secret is not None else {})
+    answer = client.post(
+        "/create", content=urlencode(form), headers={"content-type": "application/x-www-form-urlencoded"}
+    )
+    assert answer.status_code == 403 and "secret" in answer.text
+    assert files(board) == before
+
+
+def test_the_token_is_asked_of_every_request(board):
+    client, _site = client_for(board, token="s3cret-token")
+    with client:
+        assert client.get("/").status_code == 403
+        assert client.get("/", headers={"authorization": "Bearer wrong"}).status_code == 403
+        assert client.get("/", headers={"authorization": "Bearer s3cret-token"}).status_code == 200
+        first = client.get("/task/1?token=s3cret-token", follow_redirects=False)
+        assert first.status_code == 303 and first.headers["location"] == "/task/1"  # the token leaves the address bar
+        assert client.get("/task/1").status_code == 200  # the cookie carries it now
+        client.cookies.clear()
+        assert client.get("/task/1").status_code == 403
+
+
+def test_beyond_loopback_only_with_a_token(board):
+    refused = tasks(board, "serve", "--host", "0.0.0.0", "--port", "0")
+    assert refused.returncode == 2 and "token" in refused.stderr
+    refused = tasks(board, "serve", "--host", "192.0.2.1", "--json")
+    assert refused.returncode == 2
+
+
+def test_without_the_extra_serve_exits_2_naming_the_install_command(board):
+    blocker = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('starlette', 'uvicorn', 'jinja2'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from taskboard.app import main\n"
+        f"raise SystemExit(main(['--dir', {str(board)!r}, 'serve', '--port', '0']))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "pipx install --force '.[mcp,web]'" in done.stderr and "pip install starlette uvicorn jinja2" in done.stderr
+
+
+def test_the_plain_commands_never_import_the_web_stack(board):
+    probe = (
+        "import sys\n"
+        "from taskboard.app import main\n"
+        f"main(['--dir', {str(board)!r}, 'board'])\n"
+        f"main(['--dir', {str(board)!r}, '--help'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'jinja2', 'taskboard.web')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+# -- actions -------------------------------------------------------------------------------
+
+
+def test_create_from_the_page_is_the_command_lines_change_journaled_with_the_name(web, board):
+    client, site = web
+    answer = post(client, site, "/create", {"subject": "From the page", "priority": "0", "labels": "web, ui"})
+    assert answer.status_code == 303 and answer.headers["location"] == "/"
+    shown = client.get("/")  # without script: the page again, saying what was done, once
+    assert "created #5" in shown.text and "From the page" in shown.text
+    assert "created #5" not in client.get("/").text
+    created = tasks(board, "get", "5", "--json")
+    assert created.returncode == 0
+    task = json.loads(created.stdout)
+    assert task["subject"] == "From the page" and task["metadata"] == {"priority": 0, "labels": ["ui", "web"]}
+    log = json.loads(tasks(board, "log", "5", "--json").stdout)
+    assert [(entry["actor"], entry["event"]) for entry in log] == [("alice", "created")]
+
+
+def test_claim_and_complete_with_script_answer_json(web, board):
+    client, site = web
+    page = client.get("/").text
+    answer = post(
+        client, site, "/task/4/claim", {"version": version_on(page, 4)}, headers={"accept": "application/json"}
+    )
+    assert answer.json()["ok"] is True, answer.text
+    assert record(board, 4)["status"] == "in_progress" and record(board, 4)["owner"] == "alice"
+    page = client.get("/task/4").text
+    answer = post(
+        client,
+        site,
+        "/task/4/complete",
+        {"version": version_on(page, 4), "note": "did it"},
+        headers={"accept": "application/json"},
+    )
+    assert answer.json()["ok"] is True and record(board, 4)["status"] == "completed"
+    events = [(e["actor"], e["event"]) for e in json.loads(tasks(board, "log", "4", "--json").stdout)]
+    assert ("alice", "claimed") in events and ("alice", "completed") in events
+
+
+def test_a_refusal_shows_the_command_lines_message_and_writes_nothing(web, board):
+    client, site = web
+    cli = tasks(board, "done", "1", caller="alice")  # bob holds #1
+    assert cli.returncode == 4
+    message = cli.stderr.strip().removeprefix("tasks: error: ")
+    before = files(board)
+    page = client.get("/task/1").text
+    answer = post(
+        client, site, "/task/1/complete", {"version": version_on(page, 1)}, headers={"accept": "application/json"}
+    )
+    assert answer.status_code == 200  # the script's answer: the body says it was refused
+    assert answer.json() == {"ok": False, "error": {"code": "refused", "message": message, "exit": 4}}
+    without_script = post(client, site, "/task/1/complete", {"version": version_on(page, 1), "next": "/task/1"})
+    assert without_script.status_code == 409 and message.replace('"', "&#34;") in without_script.text
+    assert files(board) == before
+
+
+def test_a_form_from_an_older_version_is_refused_with_what_changed(web, board):
+    client, site = web
+    page = client.get("/task/2").text
+    old = version_on(page, 2)
+    assert tasks(board, "update", "2", "--subject", "Write more tests", caller="carol").returncode == 0
+    before = files(board)
+    answer = post(
+        client,
+        site,
+        "/task/2/edit",
+        {"version": old, "subject": "Mine", "description": ""},
+        headers={"accept": "application/json"},
+    )
+    assert answer.json()["ok"] is False and answer.json()["error"]["exit"] == 4
+    text = answer.json()["error"]["message"]
+    assert 'changed since your page showed it: subject "Write tests" → "Write more tests"' in text
+    assert "nothing was written" in text
+    assert files(board) == before
+
+
+def test_without_a_name_an_action_asks_for_one_and_with_as_it_needs_none(board):
+    client, site = client_for(board)
+    with client:
+        before = files(board)
+        answer = post(client, site, "/create", {"subject": "nameless"}, name="", headers={"accept": "application/json"})
+        assert answer.json()["error"]["exit"] == 2 and "who you are" in answer.json()["error"]["message"]
+        assert files(board) == before
+        named = client.post(
+            "/name",
+            content=urlencode({"_secret": site.secret, "name": "dora"}),
+            headers={"content-type": "application/x-www-form-urlencoded"},
+            follow_redirects=False,
+        )
+        assert named.status_code == 303 and "tasks_name=dora" in named.headers["set-cookie"]
+    client, site = client_for(board, caller="erin")
+    with client:
+        assert post(client, site, "/create", {"subject": "by erin"}, name="").status_code == 303
+    assert json.loads(tasks(board, "log", "--json").stdout)[-1]["actor"] == "erin"
+
+
+def test_every_action_of_the_page(web, board):
+    client, site = web
+
+    def act(task_id: int, action: str, **form: str) -> dict:
+        page = client.get(f"/task/{task_id}").text
+        answer = post(
+            client,
+            site,
+            f"/task/{task_id}/{action}",
+            {"version": version_on(page, task_id), **form},
+            headers={"accept": "application/json"},
+        )
+        return answer.json()
+
+    assert act(4, "edit", subject="Docs", description="new words", priority="3", labels="docs")["ok"]
+    assert record(board, 4)["subject"] == "Docs" and record(board, 4)["metadata"] == {"priority": 3, "labels": ["docs"]}
+    assert act(4, "link", relation="blocked_by", other="3")["ok"]
+    assert record(board, 4)["blockedBy"] == [3]
+    assert act(4, "unlink", blocker="3")["ok"] and record(board, 4)["blockedBy"] == []
+    cycle = act(1, "link", relation="blocked_by", other="3")
+    assert cycle["ok"] is False and cycle["error"]["exit"] == 4 and "#3 → #1 → #2 → #3" in cycle["error"]["message"]
+    assert act(4, "note", text="looked at it")["ok"]
+    assert act(4, "claim")["ok"]
+    assert act(4, "release", failed="on", note="too hard")["ok"]
+    assert record(board, 4)["status"] == "pending"
+    assert act(4, "complete")["ok"]
+    assert act(4, "reopen", note="not quite")["ok"] and record(board, 4)["status"] == "pending"
+    events = [e["event"] for e in json.loads(tasks(board, "log", "4", "--json").stdout) if e["actor"] == "alice"]
+    assert events == [
+        "edited",
+        "linked",
+        "unlinked",
+        "note",
+        "claimed",
+        "released",
+        "failed",
+        "completed",
+        "reopened",
+        "note",
+    ]
+
+
+def test_completing_runs_the_gate_and_shows_its_failure(web, board):
+    client, site = web
+    assert tasks(board, "update", "4", "--gate", "echo nope; exit 3").returncode == 0
+    page = client.get("/task/4").text
+    answer = post(
+        client, site, "/task/4/complete", {"version": version_on(page, 4)}, headers={"accept": "application/json"}
+    )
+    error = answer.json()["error"]
+    assert error["code"] == "gate_failed" and error["exit"] == 7 and "nope" in error["message"]
+    assert record(board, 4)["status"] == "pending"
+
+
+# -- over the wire ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def server(board: Path):
+    served = Served(board)
+    yield served
+    served.stop()
+
+
+def test_a_command_line_change_reaches_the_change_feed(server, board):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", "/events")
+    answer = connection.getresponse()
+    assert answer.status == 200 and answer.getheader("content-type").startswith("text/event-stream")
+    assert answer.readline() == b"retry: 1000\n"
+    assert answer.readline() == b"event: hello\n"
+    answer.readline(), answer.readline()
+    assert tasks(board, "create", "Seen live").returncode == 0
+    line = answer.readline()
+    while line.startswith(b":") or line == b"\n":
+        line = answer.readline()
+    assert line == b"event: change\n"
+    connection.close()
+
+
+def test_the_real_server_refuses_a_rebinding_host(server):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("GET", "/", headers={"Host": f"rebind.example:{server.port}"})
+    assert connection.getresponse().status == 403
+    connection.close()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request(
+        "POST", "/mcp", body="{}", headers={"Host": f"rebind.example:{server.port}", "content-type": "application/json"}
+    )
+    assert connection.getresponse().status == 403
+    connection.close()
+
+
+def test_mcp_over_streamable_http_lists_and_calls_the_tools(server, board):
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session() -> tuple[list[str], dict]:
+        async with streamable_http_client(f"{server.url}/mcp") as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            created = await client.call_tool("task_create", {"subject": "Over HTTP"})
+            return names, json.loads(created.content[0].text)
+
+    names, created = anyio.run(session)
+    assert {"task_create", "task_get", "task_list", "task_update", "task_claim"} <= set(names)
+    assert created["subject"] == "Over HTTP" and record(board, created["id"])["subject"] == "Over HTTP"
+
+
+def test_beyond_loopback_with_the_token_from_the_environment(board):
+    import os
+    import signal
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "taskboard", "--dir", str(board), "serve", "--host", "0.0.0.0", "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TASKS_SERVE_TOKEN": "from-env"},
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        found = re.search(r"http://0\.0\.0\.0:(\d+)/\?token=from-env", server.stderr.readline())
+        assert found, "the address with its token was not printed"
+        port = int(found.group(1))
+        for headers, status in (
+            ({}, 403),
+            ({"Authorization": "Bearer nope"}, 403),
+            ({"Authorization": "Bearer from-env"}, 200),
+        ):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.request("GET", "/", headers=headers)
+            assert connection.getresponse().status == status, headers
+            connection.close()
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(10)
+        if server.stderr:
+            server.stderr.close()
