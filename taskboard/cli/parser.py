@@ -998,10 +998,10 @@ def serve(inv: Invocation, port, host, token, open_browser):
     """
     import os
 
+    from ..agents.tools import caller_from_env
+    from ..disk.store import DEFAULT_TIMEOUT, board_path
+    from ..web.server import serve as run_server
     from .invocation import env_timeout
-    from .store import DEFAULT_TIMEOUT, board_path
-    from .tools import caller_from_env
-    from .web.server import serve as run_server
 
     timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
     token = token if token is not None else os.environ.get("TASKS_SERVE_TOKEN") or None

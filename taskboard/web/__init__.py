@@ -11,5 +11,3 @@ Events, the CLI's own changes as POSTed forms, and MCP over streamable HTTP at /
 Only `tasks serve` imports this wing's server, and with it Starlette, uvicorn and
 Jinja2 (the extra `web`); the plain install never does.
 """
-
-INSTALL = "pipx install --force '.[mcp,web]' in a clone (make install does), or pip install starlette uvicorn jinja2 beside tasks"

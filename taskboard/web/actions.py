@@ -15,10 +15,10 @@ import re
 from collections import OrderedDict
 from contextlib import contextmanager
 
-from ..errors import Refused, UsageError
-from ..messages import outcome_events
-from ..model import REMOVE, Patch, parse_id, parse_priority
-from ..text import shown
+from ..core.errors import Refused, UsageError
+from ..core.model import REMOVE, Patch, parse_id, parse_priority
+from ..views.messages import outcome_events
+from ..views.text import shown
 from .pages import version_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
     from typing import Any
 
-    from ..board import Board
-    from ..model import Record
-    from ..outcome import Outcome
+    from ..core.model import Record
+    from ..core.outcome import Outcome
+    from ..ops.board import Board
 
 NAME_NEEDED = "tell the board who you are first (your name, at the top of the page): changes are journaled with it"
 

@@ -44,7 +44,7 @@ class Feed:
             self.loop.call_soon_threadsafe(self._wake)
 
     def _watch(self) -> None:
-        from ..watch import watcher_for
+        from ..disk.watch import watcher_for
 
         while not self.stopped.is_set():
             folders = self.folders()

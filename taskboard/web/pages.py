@@ -15,18 +15,19 @@ import json
 import time
 from collections.abc import Mapping
 
-from .. import graph, views
-from ..errors import TaskError, UsageError
-from ..messages import entry_words
-from ..model import MARKERS, Record, labels_of, parse_priority, parse_status
-from ..plain import agent_rows, priority_text, trouble_words, value_text
-from ..text import shown, shown_lines, shown_record, shown_value
+from ..core import graph
+from ..core.errors import TaskError, UsageError
+from ..core.model import MARKERS, Record, labels_of, parse_priority, parse_status
+from ..views import viewmodel as views
+from ..views.messages import entry_words
+from ..views.plain import agent_rows, priority_text, trouble_words, value_text
+from ..views.text import shown, shown_lines, shown_record, shown_value
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..board import Board, Listing
+    from ..ops.board import Board, Listing
 
 # The terminal's symbols (taskboard.render's colour language, README "Colours"); the
 # colours live in static/board.css under the same state names.
@@ -125,9 +126,9 @@ STATUS_CHOICES = (
 def facts_of(board: Board, records: list[Record]) -> dict[int, dict]:
     """What the runtime state adds to these tasks (taskboard.claims, taskboard.remote), as
     the command line's views read it; nothing when it cannot be read: it never fails a page."""
-    from ..claims import facts
-    from ..gates import is_gate_failure
-    from ..remote import remote_facts
+    from ..git.claimrefs import remote_facts
+    from ..ops.claims import facts
+    from ..ops.gates import is_gate_failure
 
     try:
         found = facts(board.store, records)
@@ -356,7 +357,7 @@ def timeline_events(entries: list[dict], now: float) -> list[dict]:
         words = entry_words({"event": "?", **{key: value for key, value in entry.items() if key != "gate"}})
         gate = entry.get("gate")
         if isinstance(gate, Mapping):
-            from ..plain import gate_words
+            from ..views.plain import gate_words
 
             words.append(gate_words(gate))
         at = views.epoch(entry.get("at"))

@@ -20,10 +20,10 @@ import secrets
 from pathlib import Path
 from urllib.parse import parse_qs, quote, unquote
 
-from ..errors import TaskError, UsageError
-from ..messages import error_document, error_text
-from ..model import parse_id
-from . import INSTALL, actions, pages
+from ..core.errors import TaskError, UsageError
+from ..core.model import parse_id
+from ..views.messages import error_document, error_text
+from . import actions, pages
 from .feed import Feed
 from .guard import Guard, is_loopback, secret_matches
 
@@ -31,9 +31,10 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..board import Board
+    from ..ops.board import Board
 
 HERE = Path(__file__).resolve().parent
+INSTALL = "pipx install --force '.[mcp,web]' in a clone (make install does), or pip install starlette uvicorn jinja2 beside tasks"
 NAME_COOKIE = "tasks_name"
 FLASH_COOKIE = "tasks_flash"
 MAX_FORM = 256 * 1024  # bytes of one form: the longest description and then some
@@ -91,8 +92,8 @@ class Site:
             pages.board_page(self.board(), pages.Filters())
 
     def board(self, name: str = "") -> Board:
-        from ..board import Board
-        from ..store import Store
+        from ..disk.store import Store
+        from ..ops.board import Board
 
         return Board(Store(self.board_dir, self.timeout), name)
 
@@ -100,7 +101,7 @@ class Site:
         """The folders whose changes a page shows: the board, its journal and archive, and
         the runtime state (leases, attempts), those that exist now."""
         if self.state_folder is None:
-            from ..claims import state_of
+            from ..ops.claims import state_of
 
             with contextlib.suppress(TaskError, OSError):
                 self.state_folder = state_of(self.board().store).folder
@@ -291,8 +292,8 @@ async def act(site: Site, request: Any) -> Any:
     import anyio
     from starlette.responses import JSONResponse, RedirectResponse
 
-    from ..errors import Corrupt, Refused
-    from ..messages import permission_text
+    from ..core.errors import Corrupt, Refused
+    from ..views.messages import permission_text
 
     wants_json = "application/json" in request.headers.get("accept", "")
     action = request.path_params.get("action", "create")
@@ -360,7 +361,7 @@ async def set_name(site: Site, request: Any) -> Any:
     if not secret_matches(form.get("_secret", ""), site.secret):
         return PlainTextResponse("refused: the form lacks this server's secret; reload the page\n", 403)
     name = form.get("name", "").strip()
-    from ..model import check_owner
+    from ..core.model import check_owner
 
     try:
         check_owner(name)
@@ -462,7 +463,7 @@ def _mcp_route(site: Site) -> tuple[Any, Any]:
     the same guard as the pages; without the MCP SDK, an answer naming its install."""
     from starlette.routing import Route
 
-    from .. import mcp_server
+    from ..agents import mcp as mcp_server
 
     try:
         manager, endpoint = mcp_server.streamable_http(str(site.board_dir), site.caller, site.timeout)
