@@ -211,7 +211,7 @@ def board_page(
         "owners": sorted({shown(record["owner"]) for record in listing.open_records if record["owner"]}),
         "labels": sorted({shown(label) for record in listing.open_records for label in labels_of(record)}),
         "damaged": [shown(str(exc)) for exc in listing.damaged],
-        "empty": not listing.shot.max_id,
+        "empty": next(iter(listing.shot.statuses()), None) is None and not listing.damaged,
     }
 
 
