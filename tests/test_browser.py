@@ -93,6 +93,27 @@ def live(driver) -> None:
     wait(driver, lambda: driver.execute_script("return window.__open"), "the change feed never said hello")
 
 
+def text_of(driver, selector: str) -> str:
+    """The text of an element now, read in one step (a live update may swap it any time)."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : ''", selector
+    )
+
+
+def click(driver, element_id: str) -> None:
+    """Click the element with this id, found again if a live update swapped it meanwhile."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
+    def clicked() -> bool:
+        try:
+            driver.find_element(By.ID, element_id).click()
+        except (NoSuchElementException, StaleElementReferenceException):
+            return False
+        return True
+
+    wait(driver, clicked, f"#{element_id} never took a click")
+
+
 def record(board: Path, task_id: int) -> dict:
     return json.loads(tasks(board, "get", str(task_id), "--json").stdout)
 
@@ -101,8 +122,8 @@ def test_the_board_renders(browser, server):
     browser.get(server.url + "/")
     headings = [h.text.rsplit(" ", 1)[0] for h in browser.find_elements(By.CSS_SELECTOR, ".column h2")]
     assert headings == ["⊘ Blocked", "○ Ready", "◐ In progress", "✔ Done"]
-    assert "Waits on bob" in browser.find_element(By.CSS_SELECTOR, ".column.blocked").text
-    assert "@bob" in browser.find_element(By.CSS_SELECTOR, ".column.in_progress").text
+    assert "Waits on bob" in text_of(browser, ".column.blocked")
+    assert "@bob" in text_of(browser, ".column.in_progress")
     assert errors(browser) == []
 
 
@@ -111,7 +132,7 @@ def test_a_command_line_change_appears_without_reload(browser, server, board):
     live(browser)
     browser.execute_script("window.__same_page = 'yes'")
     assert tasks(board, "create", "Made at the shell").returncode == 0
-    ready = lambda: "Made at the shell" in browser.find_element(By.CSS_SELECTOR, ".column.ready").text  # noqa: E731
+    ready = lambda: "Made at the shell" in text_of(browser, ".column.ready")  # noqa: E731
     wait(browser, ready, "the new task never showed")
     assert browser.execute_script("return window.__same_page") == "yes"  # no reload: the script swapped it in
     assert errors(browser) == []
@@ -123,16 +144,14 @@ def test_claim_and_complete_from_the_page_are_seen_by_the_command_line(browser, 
     name.send_keys("alice")
     browser.find_element(By.CSS_SELECTOR, "#who button").click()
     wait(browser, lambda: browser.find_element(By.TAG_NAME, "body").get_attribute("data-user") == "alice", "no name")
-    browser.find_element(By.ID, "claim-1").click()
+    click(browser, "claim-1")
     wait(browser, lambda: record(board, 1)["status"] == "in_progress", "the claim never reached the board")
     assert record(board, 1)["owner"] == "alice"
-    complete = lambda: browser.find_elements(By.ID, "complete-1")  # noqa: E731
-    wait(browser, complete, "the card never moved to In progress")
-    complete()[0].click()
+    click(browser, "complete-1")  # once the card has moved to In progress
     wait(browser, lambda: record(board, 1)["status"] == "completed", "the completion never reached the board")
     log = json.loads(tasks(board, "log", "1", "--json").stdout)
     assert [(e["actor"], e["event"]) for e in log][-2:] == [("alice", "claimed"), ("alice", "completed")]
-    done = lambda: "Write parser" in browser.find_element(By.CSS_SELECTOR, ".column.completed").text  # noqa: E731
+    done = lambda: "Write parser" in text_of(browser, ".column.completed")  # noqa: E731
     wait(browser, done, "the card never moved to Done")
     assert errors(browser) == []
 
@@ -149,7 +168,7 @@ def test_a_refused_action_shows_the_command_lines_message(browser, server, board
     assert cli.returncode == 4
     message = cli.stderr.strip().removeprefix("tasks: error: ")
     named(browser, server)
-    browser.find_element(By.ID, "complete-3").click()
+    click(browser, "complete-3")
     flash = browser.find_element(By.ID, "flash")
     wait(browser, lambda: flash.is_displayed() and flash.text, "no answer shown")
     assert flash.text == message
@@ -232,7 +251,7 @@ def test_a_page_that_lost_its_server_says_so_and_catches_up(browser, tmp_path):
     second = Served(board, port=port)
     try:
         wait(browser, lambda: not banner.is_displayed(), "the page never said it was back")
-        ready = lambda: "Made while it was away" in browser.find_element(By.CSS_SELECTOR, ".column.ready").text  # noqa: E731
+        ready = lambda: "Made while it was away" in text_of(browser, ".column.ready")  # noqa: E731
         wait(browser, ready, "the page never caught up")
     finally:
         second.stop()
