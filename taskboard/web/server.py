@@ -93,9 +93,12 @@ class Site:
 
     def board(self, name: str = "") -> Board:
         from ..disk.store import Store
+        from ..git import claim_authority
         from ..ops.board import Board
 
-        return Board(Store(self.board_dir, self.timeout), name)
+        # the authority the command line and the tools use: a clone with remote claims
+        # moves its claim refs for a page's claim too
+        return Board(Store(self.board_dir, self.timeout), name, claim_authority())
 
     def watched(self) -> list[str]:
         """The folders whose changes a page shows: the board, its journal and archive, and
