@@ -37,11 +37,6 @@ ONLY_USER_OF = {
 # Arrows the move into wings found pointing up or closing a circle, each to be turned
 # round; the list only ever shrinks.
 TEMPORARY: set[tuple[str, str]] = {
-    ("ops.board", "views.viewmodel"),
-    ("ops.briefing", "views.viewmodel"),
-    ("views.messages", "ops.check"),
-    ("views.render", "cli.invocation"),
-    ("git.sync", "cli.invocation"),
     # circles through type-checking imports
     ("ops.claims", "ops.board"),
     ("ops.gates", "ops.board"),
@@ -275,3 +270,42 @@ def test_no_private_name_crosses_a_module_border():
 
 def _is_own(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id in ("self", "cls")
+
+
+# -- the measures of the house (docs/design/architecture.md) -----------------------------
+LONGEST_CHAIN = 16  # modules on the longest import chain now; the aim is 8: it only ever goes down
+
+
+def measures() -> dict[str, int]:
+    """Circles and arrows back up in the graph of every import (type-checking ones
+    included), and the longest chain of imports, in modules, over the arrows that close
+    no circle (TEMPORARY's left out)."""
+    edges = graph()
+    upward = sum(1 for module, others in edges.items() for other in others if not may_import(module, other))
+    circles = 0
+    acyclic = {module: {o for o in others if (module, o) not in TEMPORARY} for module, others in edges.items()}
+    while cycle(edges) is not None:
+        found = cycle(edges) or []
+        edges[found[-2]].discard(found[-1])  # break it, count it, look again
+        circles += 1
+    longest: dict[str, int] = {}
+
+    def chain(module: str) -> int:
+        if module not in longest:
+            longest[module] = 1 + max((chain(other) for other in acyclic[module]), default=0)
+        return longest[module]
+
+    return {"circles": circles, "upward": upward, "chain": max(chain(module) for module in acyclic)}
+
+
+def test_the_house_measures_no_worse_than_before():
+    found = measures()
+    allowed_up = sum(1 for module, other in TEMPORARY if not may_import(module, other))
+    assert found["upward"] <= allowed_up, found
+    assert found["circles"] <= len(TEMPORARY) - allowed_up, found
+    assert found["chain"] <= LONGEST_CHAIN, found
+
+
+def test_the_measures_see_a_circle_and_an_arrow_up():
+    assert cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
+    assert not may_import("core.model", "ops.board")

@@ -548,14 +548,17 @@ def list_tasks(
     elif inv.json:
         write(sys.stdout, json_safe(listing.json_array(chosen)) + "\n")  # what inv.data(records) would print
     elif not person:
-        from ..views.viewmodel import between_phrases, held_back, summary_of, task_line
+        from ..core.states import held_back
+        from ..views.viewmodel import between_phrases, summary_of, task_line, troubles
         from .invocation import terminal_width
 
         records = [listing.record(task_id) for task_id in chosen]
         write(sys.stdout, "".join(task_line(shown_record(record)) + "\n" for record in records))
         with_deleted = any(record["status"] == "deleted" for record in records)
         facts = runtime_facts(inv, listing.open_records)
-        summary = summary_of(listing.tally(held_back(facts)), len(records), with_deleted, listing.troubles(facts))
+        summary = summary_of(
+            listing.tally(held_back(facts)), len(records), with_deleted, troubles(listing.open_records, facts)
+        )
         write(sys.stderr, between_phrases(summary, terminal_width(sys.stderr)) + "\n")
     else:
         from ..views import render
@@ -797,4 +800,35 @@ def log(inv: Invocation, task_id: int | None = None, limit: int | None = None) -
         if not outcome.journaled:  # a person sees why nothing came, on stderr (stdout stays empty)
             write(sys.stderr, f"no events for #{task_id} in the journal\n" if task_id else "the journal is empty\n")
     inv.report(outcome)
+    return 0
+
+
+def sync(inv: Invocation, remote: str | None) -> int:
+    """`tasks sync`: the board meets the remote (taskboard.git.sync), in words."""
+    from ..git.sync import sync as meet
+
+    result = meet(inv.board, remote, waiting=lambda: inv.warn("another sync of this clone is running; waiting for it"))
+    if inv.json:
+        inv.data(result.document())
+        for line in result.notes:
+            inv.warn(line)
+        return 0
+    lines = []
+    if result.committed:
+        lines.append(f"committed the board ({len(result.committed)} commit(s))")
+    came = [
+        (result.new, "new"),
+        (result.completed, "completed elsewhere"),
+        (result.unblocked, "ready now"),
+    ]
+    for ids, words in came:
+        if ids:
+            lines.append(f"{words}: " + ", ".join(f"#{i}" for i in ids))
+    if not any(ids for ids, _ in came):
+        lines.append("nothing new came in")
+    lines.append(
+        f"{'pushed to' if result.pushed else 'in step with'} {result.remote}/{result.branch}"
+        + (f" after {result.attempts} attempts" if result.attempts > 1 else "")
+    )
+    write(sys.stderr, "".join(f"{line}\n" for line in [*lines, *result.notes]))
     return 0

@@ -11,7 +11,7 @@ import sys
 
 from ..core.errors import TaskError, UsageError
 from ..views.messages import outcome_events
-from ..views.text import json_text, shown_lines
+from ..views.text import json_text, shown_lines, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -140,25 +140,6 @@ def terminal_width(stream: Any) -> int | None:
         return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def write(stream: Any, text: str) -> None:
-    """Text out as UTF-8 whatever the locale, flushed: a script reads a subject back intact.
-    A stream that takes nothing more (stdout on a full disk, /dev/full) is named, no bug."""
-    try:
-        if hasattr(stream, "buffer"):
-            stream.buffer.write(text.encode("utf-8"))
-        else:
-            stream.write(text)
-        stream.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        from ..core.errors import Corrupt
-
-        which = "standard error" if stream is sys.stderr else "standard output"
-        reason = (exc.strerror or str(exc)).lower()
-        raise Corrupt(f"{which}: cannot be written ({reason}); a change made is still made", which, "output") from None
 
 
 def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:

@@ -793,9 +793,7 @@ def sync(inv: Invocation, remote):
     \b
       tasks sync --json   # {"new": [...], "completed": [...], "unblocked": [...], ...}
     """
-    from ..git import sync as syncing
-
-    return syncing.run(inv, remote)
+    return commands.sync(inv, remote)
 
 
 @cli.command()

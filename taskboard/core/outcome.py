@@ -74,3 +74,24 @@ class Outcome(Data):
         self.neighbours: dict[int, Record | None] = {}
         self.damaged: list[Any] = []
         self.journaled: list[dict[str, Any]] = []
+
+
+class Problem(Data):
+    """One flaw `check` found: the file and task it concerns (either may be None), the
+    rule broken, a plain message, and whether it was fixed; `reason` a machine code
+    where a front end may word it its own way (e.g. "conflict-markers")."""
+
+    def __init__(
+        self,
+        file: str | None,
+        task: int | None,
+        rule: str,
+        message: str,
+        fixed: bool = False,
+        reason: str = "",
+        fixable: bool = False,
+        notice: bool = False,
+    ):
+        self.file, self.task, self.rule, self.message = file, task, rule, message
+        self.fixed, self.reason, self.fixable = fixed, reason, fixable
+        self.notice = notice  # said, but the board is sound with it (a family's spelling, DESIGN §13)

@@ -29,6 +29,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Corrupt
+from ..core.states import STUCK_AFTER
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 STATE_FOLDER = ".state"  # inside a board that no git work tree holds
 LOCK_NAME = ".lock"
-STUCK_AFTER = 3  # failed attempts that make a task "stuck"
 # A lease of D runs out D + LEASE_GRACE after the claim or renewal is written: never before
 # D has passed since the command that made it returned, and within the contract's D + 1 s.
 LEASE_GRACE = 0.5

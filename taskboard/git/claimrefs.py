@@ -47,9 +47,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.model import Record
+    from ..core.outcome import Problem
     from ..disk.store import Store
     from ..ops.board import Board, Change
-    from ..ops.check import Problem
 
 CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
 MIRROR = ".remote-claims.json"  # in the runtime state folder: what the tracking refs say, by uid
@@ -984,7 +984,7 @@ def configure(store: Store, name: str) -> list[str]:
 def check_problems(board: Board, fix: bool = False) -> list[Problem]:
     """Claim refs that disagree with the board, as this clone last saw them; with `fix`,
     what has one answer is resolved (a ref pushed, or the task made to follow its ref)."""
-    from ..ops.check import Problem
+    from ..core.outcome import Problem
 
     config = config_of(board.store)
     if config is None or not board.store.root.is_dir():
@@ -1019,7 +1019,7 @@ def check_problems(board: Board, fix: bool = False) -> list[Problem]:
 def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record | None, fix: bool) -> Problem | None:
     """What is wrong between one claim ref and its task here (None: they agree, or the task
     is not on this board yet); with `fix`, resolved when it has one answer."""
-    from ..ops.check import Problem
+    from ..core.outcome import Problem
 
     where = f"{CLAIMS}{seen.uid} on {config.name}"
     if seen.garbage:
@@ -1037,8 +1037,8 @@ def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record |
 def _disagreement(
     board: Board, git: Git, config: Config, seen: Known, doc: dict, record: Record, fix: bool
 ) -> Problem | None:
+    from ..core.outcome import Problem
     from ..ops import claims
-    from ..ops.check import Problem
 
     where = f"{CLAIMS}{seen.uid} on {config.name}"
     ref_state, mine, status = doc["state"], doc["clone"] == config.clone, record["status"]
@@ -1078,7 +1078,7 @@ def _disagreement(
 
 
 def _fixed(record: Record, message: str, fixed: bool) -> Problem:
-    from ..ops.check import Problem
+    from ..core.outcome import Problem
 
     return Problem(None, record["id"], "claim-ref", message, fixed=bool(fixed), fixable=True)
 

@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
-from ..cli.invocation import Invocation, write
 from ..core import graph
 from ..core.errors import Busy, Refused, UsageError
 from . import wiring as gitwire
@@ -88,34 +86,6 @@ class Synced:
             "unblocked": self.unblocked,
             "notes": self.notes,
         }
-
-
-def run(inv: Invocation, remote: str | None) -> int:
-    result = sync(inv.board, remote, waiting=lambda: inv.warn("another sync of this clone is running; waiting for it"))
-    if inv.json:
-        inv.data(result.document())
-        for line in result.notes:
-            inv.warn(line)
-        return 0
-    lines = []
-    if result.committed:
-        lines.append(f"committed the board ({len(result.committed)} commit(s))")
-    came = [
-        (result.new, "new"),
-        (result.completed, "completed elsewhere"),
-        (result.unblocked, "ready now"),
-    ]
-    for ids, words in came:
-        if ids:
-            lines.append(f"{words}: " + ", ".join(f"#{i}" for i in ids))
-    if not any(ids for ids, _ in came):
-        lines.append("nothing new came in")
-    lines.append(
-        f"{'pushed to' if result.pushed else 'in step with'} {result.remote}/{result.branch}"
-        + (f" after {result.attempts} attempts" if result.attempts > 1 else "")
-    )
-    write(sys.stderr, "".join(f"{line}\n" for line in [*lines, *result.notes]))
-    return 0
 
 
 def sync(board: Board, name: str | None = None, waiting: Any = None) -> Synced:

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from ..core.model import Record
+    from ..core.outcome import Problem
     from ..disk.store import Store
-    from ..ops.check import Problem
 
 DRIVER = "tasks"  # merge=tasks in .gitattributes, [merge "tasks"] in the config
 DRIVER_NAME = "taskboard: merge task files by their meaning"
@@ -597,7 +597,7 @@ def run_hook(argv: list[str]) -> int:
 
 def finish_for_check(store: Store) -> list[Problem]:
     """`check --fix` first finishes what a merge left, so the check sees the finished board."""
-    from ..ops.check import Problem
+    from ..core.outcome import Problem
 
     settled = settle(store)
     done = settled.how in ("exact", "parked")
@@ -610,7 +610,7 @@ def finish_for_check(store: Store) -> list[Problem]:
 def check_problems(store: Store, fix: bool) -> list[Problem]:
     """What `check` adds in a clone: a file the driver gave up on, a merge not finished,
     a clone not wired to merge the board."""
-    from ..ops.check import Problem
+    from ..core.outcome import Problem
 
     problems: list[Problem] = []
     repo = find_repo(store.root)

@@ -51,9 +51,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable
     from typing import Any
 
+    from ..core.outcome import Problem
     from ..disk.index import Snapshot
     from ..disk.watch import Stop
-    from .check import Problem
     from .coordination import Authority
 
 
@@ -108,10 +108,10 @@ class Listing:
         return self.shot.json_array(task_ids)
 
     def tally(self, held: Collection[int] = ()) -> dict[str, int]:
-        """How many tasks are in each state (as taskboard.views.counts gives over every
+        """How many tasks are in each state (as taskboard.core.states.counts gives over every
         record; `held`: the tasks `ready` leaves out, counted blocked), counted without
         reading the closed records."""
-        from ..views.viewmodel import STATES, state
+        from ..core.states import STATES, state
 
         found = dict.fromkeys(STATES, 0)
         for record in self.shot.open.values():
@@ -120,23 +120,6 @@ class Listing:
         found["deleted"] = self.shot.count("deleted")
         found["tasks"] = sum(found[key] for key in STATES if key != "deleted")
         return found
-
-    def troubles(self, facts: dict[int, dict] | None = None, now: float | None = None) -> dict[str, int]:
-        """What is in trouble (`in a cycle`, and with the runtime facts `stuck`, `lease
-        expired`, `gate failed`), counted among the open tasks: the only ones a trouble
-        can be news about, and all a listing without history holds in full."""
-        import time
-        from collections import Counter
-
-        from ..views.viewmodel import Notes, cyclic_ids
-
-        opened = self.open_records
-        cyclic = cyclic_ids(graph.edges(opened))
-        now = time.time() if now is None else now
-        found: Counter = Counter()
-        for record in opened:
-            found.update(Notes(record, (facts or {}).get(record["id"]), now, record["id"] in cyclic).troubles)
-        return dict(found)
 
 
 class Change:
@@ -828,7 +811,8 @@ class Board:
         """Every problem on the board (taskboard.check); with `fix`, the repairs that have
         one right answer made as one change. An interrupted change the check completed
         first is reported as a fixed problem."""
-        from .check import Problem, run_check
+        from ..core.outcome import Problem
+        from .check import run_check
 
         fix = fix and self.store.root.is_dir()  # nothing to repair on a board that does not exist
         lock = self.store.writing() if fix else self.store.reading()

@@ -22,7 +22,7 @@ from ..core.model import (
     text_problems,
     unparsable,
 )
-from ..core.outcome import Data, Event
+from ..core.outcome import Event, Problem
 from ..disk.store import Store, read_bytes, settled_bytes
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -30,27 +30,6 @@ if TYPE_CHECKING:
     from .board import Change
 
 _LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
-
-
-class Problem(Data):
-    """One flaw `check` found: the file and task it concerns (either may be None), the
-    rule broken, a plain message, and whether it was fixed; `reason` a machine code
-    where a front end may word it its own way (e.g. "conflict-markers")."""
-
-    def __init__(
-        self,
-        file: str | None,
-        task: int | None,
-        rule: str,
-        message: str,
-        fixed: bool = False,
-        reason: str = "",
-        fixable: bool = False,
-        notice: bool = False,
-    ):
-        self.file, self.task, self.rule, self.message = file, task, rule, message
-        self.fixed, self.reason, self.fixable = fixed, reason, fixable
-        self.notice = notice  # said, but the board is sound with it (a family's spelling, DESIGN §13)
 
 
 def run_check(store: Store, change: Change | None = None) -> list[Problem]:

@@ -741,7 +741,7 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
     at all), and claims or completion marks this board made that its task files no longer
     bear out (a process killed between the two writes, a checkout of another branch); with
     `fix`, the damaged files are removed and the stale marks dropped."""
-    from .check import Problem
+    from ..core.outcome import Problem
 
     state = state_of(store)
     problems = []

@@ -19,8 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..core.outcome import Note, Outcome
-    from ..ops.check import Problem
+    from ..core.outcome import Note, Outcome, Problem
 
 _FLAG_OF_KEY = {"blockedBy": "blocked-by", "blocks": "blocks"}
 

@@ -12,7 +12,8 @@ import time
 from collections.abc import Mapping
 
 from ..core.model import MARKERS, Record
-from .viewmodel import STATE_LABELS, STUCK_AFTER, Notes, epoch, held_back, span, state, task_line, times, when_text
+from ..core.states import STUCK_AFTER, held_back, state
+from .viewmodel import STATE_LABELS, Notes, epoch, span, task_line, times, when_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

@@ -46,16 +46,17 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..cli.invocation import terminal_width
-from ..cli.invocation import write as _write
 from ..core.errors import UsageError
 from ..core.graph import edges as graph_edges
 from ..core.graph import open_blockers
 from ..core.model import DEFAULT_PRIORITY, MARKERS, Record
 from ..core.model import ids_text as _ids
+from ..core.states import held_back, state
 from . import viewmodel as views
 from .plain import EVENTS_SHOWN, trouble_words
 from .plain import task_text as plain_text_of_task
-from .viewmodel import STATE_LABELS, Notes, cyclic_ids, epoch, span, state, task_line, times, when_text
+from .text import write as _write
+from .viewmodel import STATE_LABELS, Notes, cyclic_ids, epoch, span, task_line, times, when_text
 
 # -- the colour language ----------------------------------------------------------------
 
@@ -171,7 +172,7 @@ class _Context:
         self.facts = facts or NO_FACTS
         self.now = time.time() if now is None else now
         self.cyclic = cyclic_ids(graph_edges(listing.records))
-        self.held = views.held_back(self.facts)  # what `ready` leaves out counts as blocked
+        self.held = held_back(self.facts)  # what `ready` leaves out counts as blocked
 
     def notes(self, record: Record) -> Notes:
         return Notes(record, self.facts.get(record["id"]), self.now, record["id"] in self.cyclic)
@@ -1439,7 +1440,7 @@ def task_view(
     fact = (facts or NO_FACTS).get(record["id"]) or {}
     now = time.time() if now is None else now
     notes = Notes(record, fact, now)
-    key = state(record, lookup, views.held_back({record["id"]: fact}))
+    key = state(record, lookup, held_back({record["id"]: fact}))
     none = Text("-" if plain else "—", style="dim")
 
     fields = Table.grid(padding=(0, 2))
@@ -1615,7 +1616,7 @@ class GraphView:
         self.focus = focus
         self.plain = plain
         self.facts = facts or NO_FACTS
-        self.held = views.held_back(self.facts)  # what `ready` leaves out is drawn blocked
+        self.held = held_back(self.facts)  # what `ready` leaves out is drawn blocked
         self.now = time.time() if now is None else now
         self.cyclic = cyclic_ids(edges)
         self.glyphs = {"again": "^", "dot": ", "} if plain else {"again": "↑", "dot": " · "}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -118,3 +119,22 @@ def _any_unsafe(value: Any) -> bool:
                     return True
                 pending.append(child)
     return False
+
+
+def write(stream: Any, text: str) -> None:
+    """Text out as UTF-8 whatever the locale, flushed: a script reads a subject back intact.
+    A stream that takes nothing more (stdout on a full disk, /dev/full) is named, no bug."""
+    try:
+        if hasattr(stream, "buffer"):
+            stream.buffer.write(text.encode("utf-8"))
+        else:
+            stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        from ..core.errors import Corrupt
+
+        which = "standard error" if stream is sys.stderr else "standard output"
+        reason = (exc.strerror or str(exc)).lower()
+        raise Corrupt(f"{which}: cannot be written ({reason}); a change made is still made", which, "output") from None

@@ -14,13 +14,12 @@ from collections.abc import Collection, Iterable, Mapping
 
 from ..core import graph
 from ..core.model import MARKERS, OPEN, STATUSES, Record, labels_of, parent_of, priority_of, when_of
+from ..core.states import STATES, counts, is_stuck, state
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
-# The state a person cares about: a pending task is either ready or blocked.
-STATES = ("blocked", "ready", "in_progress", "completed", "deleted")
 STATE_LABELS = {
     "blocked": "blocked",
     "ready": "ready",
@@ -46,31 +45,6 @@ def status_columns(records: Iterable[Record]) -> dict[str, list[Record]]:
     return found
 
 
-def state(record: Record, lookup: graph.Lookup, held: Collection[int] = ()) -> str:
-    """blocked / ready for a pending task, else its status. An in-progress task stays
-    `in_progress` even with an open blocker (someone is on it); its card says what blocks it.
-    One rule for every view: a pending task is ready when `ready` would list it, so one
-    that `ready` holds back (`held`: stuck, or claimed or completed elsewhere, see
-    held_back) counts as blocked, waiting on a retry or on another worktree."""
-    status = record["status"]
-    if status == "pending":
-        return "ready" if graph.is_ready(record, lookup) and record["id"] not in held else "blocked"
-    return status
-
-
-def held_back(facts: Mapping[int, Mapping[str, Any]] | None) -> set[int]:
-    """The tasks `ready` leaves out although no blocker holds them, from their runtime facts
-    (taskboard.commands.runtime_facts): stuck, or claimed or completed elsewhere."""
-    return {task_id for task_id, fact in (facts or {}).items() if fact.get("elsewhere") or _stuck(fact)}
-
-
-def _stuck(fact: Mapping[str, Any]) -> bool:
-    """Stuck, as Notes reads it: the runtime state says so, else as many failures as STUCK_AFTER."""
-    attempts = fact.get("attempts")
-    counted = attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else 0
-    return bool(fact.get("stuck", counted >= STUCK_AFTER))
-
-
 def columns(records: Iterable[Record], lookup: graph.Lookup, held: Collection[int] = ()) -> dict[str, list[Record]]:
     """The kanban columns in order, deleted tasks left out, cards in id order; the
     Ready column in ready order (graph.ready_order: priority, then id)."""
@@ -82,15 +56,6 @@ def columns(records: Iterable[Record], lookup: graph.Lookup, held: Collection[in
             found[name].append(record)
     found["Ready"] = graph.in_ready_order(found["Ready"])
     return found
-
-
-def counts(records: Iterable[Record], lookup: graph.Lookup, held: Collection[int] = ()) -> dict[str, int]:
-    """How many tasks are in each state; `tasks` counts the live (non-deleted) ones."""
-    tally = dict.fromkeys(STATES, 0)
-    for record in records:
-        tally[state(record, lookup, held)] += 1
-    tally["tasks"] = sum(tally[key] for key in STATES if key != "deleted")
-    return tally
 
 
 def summary(
@@ -185,8 +150,6 @@ def adjacency(edges: Iterable[tuple[int, int]]) -> tuple[dict[int, list[int]], d
 
 # -- what a person reads about a task beyond its state ------------------------------
 
-STUCK_AFTER = 3  # failed attempts that make a task stuck (DESIGN §7)
-
 
 def epoch(value: Any) -> float | None:
     """Seconds since the epoch from a number or an ISO time (`...Z`); None if neither."""
@@ -260,7 +223,7 @@ class Notes:
             else:
                 self.elsewhere = f"{verb}{who} in another worktree ({other.get('board', '?')})"
         open_task = record["status"] in ("pending", "in_progress")
-        self.stuck = open_task and _stuck(fact)
+        self.stuck = open_task and is_stuck(fact)
         gate = fact.get("gate")
         self.gate: Mapping[str, Any] | None = gate if isinstance(gate, Mapping) else None
         self.gate_failed = bool(self.gate and not self.gate.get("ok") and open_task)
@@ -497,3 +460,18 @@ def mermaid_warning(text: str, edge_count: int) -> str | None:
 
 def _mermaid_class(key: str) -> str:
     return "inProgress" if key == "in_progress" else key
+
+
+def troubles(opened: list[Record], facts: dict[int, dict] | None = None, now: float | None = None) -> dict[str, int]:
+    """What is in trouble (`in a cycle`, and with the runtime facts `stuck`, `lease
+    expired`, `gate failed`), counted among the open tasks: the only ones a trouble
+    can be news about, and all a listing without history holds in full."""
+    import time
+    from collections import Counter
+
+    cyclic = cyclic_ids(graph.edges(opened))
+    now = time.time() if now is None else now
+    found: Counter = Counter()
+    for record in opened:
+        found.update(Notes(record, (facts or {}).get(record["id"]), now, record["id"] in cyclic).troubles)
+    return dict(found)
