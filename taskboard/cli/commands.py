@@ -549,8 +549,8 @@ def list_tasks(
         write(sys.stdout, json_safe(listing.json_array(chosen)) + "\n")  # what inv.data(records) would print
     elif not person:
         from ..core.states import held_back
+        from ..views.text import terminal_width
         from ..views.viewmodel import between_phrases, summary_of, task_line, troubles
-        from .invocation import terminal_width
 
         records = [listing.record(task_id) for task_id in chosen]
         write(sys.stdout, "".join(task_line(shown_record(record)) + "\n" for record in records))

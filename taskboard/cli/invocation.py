@@ -134,14 +134,6 @@ def plain_output() -> bool:
     return os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
 
 
-def terminal_width(stream: Any) -> int | None:
-    """The columns of the terminal `stream` writes to; None when it is no terminal."""
-    try:
-        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
 def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:
     """Report the error a command ends with (the last line of stderr); its exit code."""
     try:

@@ -45,7 +45,6 @@ from rich.terminal_theme import SVG_EXPORT_THEME
 from rich.text import Text
 from rich.tree import Tree
 
-from ..cli.invocation import terminal_width
 from ..core.errors import UsageError
 from ..core.graph import edges as graph_edges
 from ..core.graph import open_blockers
@@ -55,6 +54,7 @@ from ..core.states import held_back, state
 from . import viewmodel as views
 from .plain import EVENTS_SHOWN, trouble_words
 from .plain import task_text as plain_text_of_task
+from .text import terminal_width
 from .text import write as _write
 from .viewmodel import STATE_LABELS, Notes, cyclic_ids, epoch, span, task_line, times, when_text
 

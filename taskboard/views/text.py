@@ -10,6 +10,7 @@ goes through `json_text`, which keeps the data and escapes the same characters.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 
@@ -138,3 +139,11 @@ def write(stream: Any, text: str) -> None:
         which = "standard error" if stream is sys.stderr else "standard output"
         reason = (exc.strerror or str(exc)).lower()
         raise Corrupt(f"{which}: cannot be written ({reason}); a change made is still made", which, "output") from None
+
+
+def terminal_width(stream: Any) -> int | None:
+    """The columns of the terminal `stream` writes to; None when it is no terminal."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns if stream.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
