@@ -29,6 +29,7 @@ EDGE_KEYS = ("blockedBy", "blocks")
 MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
 
 MAX_ID = 2**63 - 1
+STUCK_AFTER = 3  # failed attempts that make a task stuck (DESIGN §7)
 MAX_SUBJECT = 500
 MAX_OWNER = 200
 MAX_DESCRIPTION = 65536

@@ -6,6 +6,7 @@ tasks are in each state. One rule for every view, the board's tally and the brie
 from __future__ import annotations
 
 from . import graph
+from .model import STUCK_AFTER
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -14,7 +15,6 @@ if TYPE_CHECKING:
 
     from .model import Record
 
-STUCK_AFTER = 3  # failed attempts that make a task stuck (DESIGN §7)
 # The state a person cares about: a pending task is either ready or blocked.
 STATES = ("blocked", "ready", "in_progress", "completed", "deleted")
 

@@ -29,7 +29,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Corrupt
-from ..core.states import STUCK_AFTER
+from ..core.model import STUCK_AFTER
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from ..core import graph
 from ..core.errors import TaskError, UsageError
 from ..core.model import MARKERS, Record, labels_of, parse_priority, parse_status
+from ..core.states import held_back
 from ..views import viewmodel as views
 from ..views.messages import entry_words
 from ..views.plain import agent_rows, priority_text, trouble_words, value_text
@@ -188,13 +189,13 @@ def board_page(
     wanted = None if chosen is None else set(chosen)
     opened = [record for record in listing.open_records if wanted is None or record["id"] in wanted]
     facts = facts_of(board, listing.open_records)
-    held = views.held_back(facts)
+    held = held_back(facts)
     columns = views.columns(opened, listing.lookup, held)
     done, hidden = _recent_done(listing, wanted, None if every else DONE_SHOWN)
     columns["Done"] = done
     shown_count = None if chosen is None else len([i for i in chosen if listing.shot.status(i) != "deleted"])
     summary = views.summary_of(listing.tally(held), shown_count)
-    troubles = listing.troubles(facts, now)
+    troubles = views.troubles(listing.open_records, facts, now)
     texts = listing.shot
     shown_columns: list[dict[str, Any]] = []
     for name, key in views.COLUMNS:
@@ -262,7 +263,7 @@ def task_page(board: Board, task_id: int, now: float | None = None, remember: An
     gate = views.gate_fact(events)
     if gate is not None:
         fact["gate"] = shown_value(gate, lines=True)
-    held = views.held_back({task_id: fact})
+    held = held_back({task_id: fact})
     key = views.state(record, lookup, held)
     notes = views.Notes(record, fact, now)
     safe = shown_record(record)
@@ -423,7 +424,7 @@ def graph_page(board: Board, filters: Filters, focus: int | None, everything: bo
         kept = {record["id"] for record in drawn}
         edges = [(a, b) for a, b in edges if a in kept and b in kept]
     facts = facts_of(board, [record for record in drawn if record["status"] in ("pending", "in_progress")])
-    held = views.held_back(facts)
+    held = held_back(facts)
     cyclic = views.cyclic_ids(edges)
     nodes, width, height = _layout(drawn, edges)
     for node in nodes:
