@@ -3,9 +3,9 @@ driven through chromium-driver by selenium, against a real `tasks serve`. One br
 for the module; every test waits on a condition in the page, never on a clock.
 
 The board renders; a change made by the command line appears without a reload; claim
-and complete from the page are seen by the command line; a refused action shows the
-command line's message; the page is usable 375 px wide; nothing is logged as an
-error in the browser's console.
+and complete from the page are seen by the command line; cards show parents and dates
+as the terminal does; a refused action shows the command line's message; the page is
+usable 375 px wide; nothing is logged as an error in the browser's console.
 """
 
 from __future__ import annotations
@@ -228,6 +228,41 @@ def test_every_control_has_a_label(browser, server):
         )
         assert unlabelled == [], path
     assert errors(browser) == []
+
+
+def test_cards_show_parents_and_dates_and_follow_the_command_line(browser, tmp_path):
+    """A parent's progress, a child's parent, due and overdue on the cards (the terminal's
+    words, DESIGN §14), and a child finished at the shell moves its parent's count live."""
+    board = tmp_path / ".tasks"
+    for args in (
+        ("create", "Epic"),
+        ("create", "Child one", "--parent", "1", "--due", "2099-01-01"),
+        ("create", "Child two", "--parent", "1", "--due", "2020-01-01"),
+    ):
+        assert tasks(board, *args).returncode == 0
+    served = Served(board)
+    try:
+        browser.get(served.url + "/")
+        live(browser)
+        assert text_of(browser, ".column.blocked .plan") == "0/2 done"
+        plans = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.column.ready .card'))"
+            ".map(c => [c.querySelector('.id').textContent, c.querySelector('.plan').textContent,"
+            " c.querySelector('.plan').className, getComputedStyle(c.querySelector('.plan')).color])"
+        )
+        by_id = {task_id: rest for task_id, *rest in plans}
+        assert by_id["#2"][:2] == ["part of #1 · due 2099-01-01", "plan"]
+        assert by_id["#3"][:2] == ["part of #1 · overdue since 2020-01-01", "plan overdue"]
+        assert by_id["#3"][2] != by_id["#2"][2]  # overdue is told in the trouble colour
+        assert tasks(board, "claim", "2", caller="ann").returncode == 0
+        assert tasks(board, "done", "2", caller="ann").returncode == 0
+        moved = lambda: text_of(browser, ".column.blocked .plan") == "1/2 done"  # noqa: E731
+        wait(browser, moved, "the parent's progress never moved")
+        assert text_of(browser, ".column.completed .plan") == "part of #1"
+        assert errors(browser) == []
+    finally:
+        browser.get("about:blank")  # leave before the server stops: its feed failing is no error of the page
+        served.stop()
 
 
 def test_a_page_that_lost_its_server_says_so_and_catches_up(browser, tmp_path):

@@ -105,6 +105,63 @@ def test_a_task_page_has_every_field_its_links_and_its_journal(web, board):
     assert "created" in page and "linked" in page  # its journal
 
 
+def terminal_subjects(board: Path) -> dict[int, str]:
+    """Each task's subject cell as the terminal's `tasks list --all` shows it: the subject,
+    then what the plan and time say of it (`Epic  1/2 done`)."""
+    import os
+
+    argv = [sys.executable, "-m", "taskboard", "--dir", str(board), "list", "--all"]
+    env = {**os.environ, "FORCE_COLOR": "1", "COLUMNS": "200"}
+    env.pop("NO_COLOR", None)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, check=True).stdout
+    lines = re.sub(r"\x1b\[[0-9;]*m", "", out).splitlines()
+    starts = [found.start() for found in re.finditer(r"\S+(?: \S+)*", lines[0])]  # the columns
+    start = lines[0].index("subject")
+    end = starts[starts.index(start) + 1]
+    return {int(line[1:].split()[0]): line[start:end].strip() for line in lines[2:] if line.startswith("#")}
+
+
+def web_cards(page: str) -> dict[int, tuple[str, str]]:
+    """Each card of the board page: (its subject then its plan words, the plan's classes)."""
+    found = {}
+    for card in re.findall(r'<li class="card.*?</li>', page, re.S):
+        head = re.search(r'<span class="id">#(\d+)</span> ([^<]*)</a>', card)
+        assert head, card
+        plan = re.search(r'<span class="(plan[^"]*)">([^<]*)</span>', card)
+        words = f"{head.group(2)}  {plan.group(2)}" if plan else head.group(2)
+        found[int(head.group(1))] = (words, plan.group(1) if plan else "")
+    return found
+
+
+def test_cards_show_parents_and_dates_as_the_terminal_does(tmp_path):
+    """DESIGN §14: the web board and the terminal views show parents and dates the same
+    way: a parent's progress, a child's parent, `after` while it is ahead, due and
+    overdue; the task page too."""
+    folder = tmp_path / ".tasks"
+    for args in (
+        ("create", "Epic"),
+        ("create", "Child one", "--parent", "1"),
+        ("create", "Child two", "--parent", "1", "--due", "2020-01-01"),
+        ("create", "Later", "--after", "3d", "--due", "2099-05-05T10:00"),
+        ("create", "Plain"),
+    ):
+        assert tasks(folder, *args).returncode == 0
+    assert tasks(folder, "claim", "2", caller="ann").returncode == 0
+    assert tasks(folder, "done", "2", caller="ann").returncode == 0
+    client, _site = client_for(folder)
+    with client:
+        page = client.get("/").text
+        task_page = client.get("/task/1").text
+    cards = web_cards(page)
+    assert {task_id: words for task_id, (words, _) in cards.items()} == terminal_subjects(folder)
+    assert cards[1][0] == "Epic  1/2 done"
+    assert cards[2][0] == "Child one  part of #1"  # a finished child still says whose it is
+    assert cards[3] == ("Child two  part of #1 · overdue since 2020-01-01", "plan overdue")
+    assert cards[4][0].startswith("Later  after ") and cards[4][0].endswith(" · due 2099-05-05 10:00")
+    assert cards[4][1] == "plan" and cards[5] == ("Plain", "")
+    assert re.search(r"<dt>children</dt><dd>1/2 done", task_page), task_page
+
+
 def test_filters_live_in_the_url_and_a_bad_one_says_why(web):
     client, _site = web
     page = client.get("/?owner=bob").text

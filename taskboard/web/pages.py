@@ -171,6 +171,8 @@ def card(
         "labels": [shown(label) for label in notes.labels],
         "troubles": trouble_words(notes),
         "lease": notes.lease_short if not notes.stale else None,
+        "plan": notes.plan,  # `3/5 done · part of #12 · due 2026-12-24`, the terminal's card words
+        "overdue": notes.overdue,
         "waits": waits,
         "version": remember(record, text),
         "updated": record.get("updatedAt") or "",
@@ -188,7 +190,7 @@ def board_page(
     chosen = filters.select(board, listing)
     wanted = None if chosen is None else set(chosen)
     opened = [record for record in listing.open_records if wanted is None or record["id"] in wanted]
-    facts = facts_of(board, listing.open_records)
+    facts = views.with_progress(facts_of(board, listing.open_records), listing.progress())
     held = held_back(facts)
     columns = views.columns(opened, listing.lookup, held)
     done, hidden = _recent_done(listing, wanted, None if every else DONE_SHOWN)
@@ -260,6 +262,9 @@ def task_page(board: Board, task_id: int, now: float | None = None, remember: An
     history = board.log(task_id, EVENTS_SHOWN)
     events = history.journaled
     fact = dict(facts_of(board, [record]).get(task_id) or {})
+    progress = board.progress_of(record)
+    if progress is not None:
+        fact["progress"] = progress
     gate = views.gate_fact(events)
     if gate is not None:
         fact["gate"] = shown_value(gate, lines=True)
