@@ -106,9 +106,17 @@ def test_prime_stays_under_two_kilobytes_and_full_has_the_rest(run):
     for task_id in range(1, 13):  # every held task is named in full
         assert f"#{task_id}: " in full
     assert "it hangs " * 30 in full
-    document = run.json("--as", "agent-1", "prime")
-    assert len(document["held"]) == 5 and document["held_total"] == 12
-    assert len(run.json("--as", "agent-1", "prime", "--full")["held"]) == 12
+    document = run("--as", "agent-1", "prime", "--json").stdout
+    full_document = run("--as", "agent-1", "prime", "--json", "--full").stdout
+    assert len(document.encode()) <= 2000 < len(full_document.encode())  # the document fits the budget too
+    brief, everything = json.loads(document), json.loads(full_document)
+    assert (brief["held_total"], brief["reserved_total"], brief["stuck_total"], brief["ready_total"]) == (12, 8, 6, 182)
+    assert 1 <= len(brief["held"]) < 5 and "tasks prime --full --json" in brief["cut"]
+    held = brief["held"][0]
+    assert held["subject"].endswith("…") and everything["held"][0]["subject"].startswith(held["subject"][:-1])
+    assert brief["stuck"][0]["last_failure"].endswith("…") and brief["loop"][0]["command"].startswith("tasks claim")
+    assert len(everything["held"]) == 12 and "cut" not in everything
+    assert everything["stuck"][0]["last_failure"] == "it hangs " * 30
 
 
 def test_prime_of_a_small_board_is_whole(run):
@@ -118,3 +126,5 @@ def test_prime_of_a_small_board_is_whole(run):
     assert text.split("the loop:")[0] == full.split("the loop:")[0]  # only the loop's words are shorter
     assert "  [ ] #1: Only task  [priority 2] — due 2030-01-01" in text
     assert "more (tasks prime --full)" not in text
+    brief = run.json("--as", "agent-1", "prime")
+    assert brief["ready"][0]["subject"] == "Only task" and "cut" not in brief  # whole: nothing to cut

@@ -373,20 +373,58 @@ def prime(inv: Invocation, limit: int | None = None, full: bool = False) -> int:
     briefing = brief(inv.board, limit or DEFAULT_READY)
     which = inv.which_board()
     if inv.json:
-        document = briefing.document()
-        if not full:
-            for key in ("held", "reserved", "stuck"):
-                document[f"{key}_total"] = len(document[key])
-                document[key] = document[key][:PRIME_SECTION]
-        if which:
-            document["checkout_board"] = inv.checkout_board
-        loop = LOOP if full else tuple(zip((command for command, _ in LOOP), SHORT_LOOP, strict=True))
-        inv.data(document | {"loop": [{"command": c, "does": d} for c, d in loop]})
+        extra = {"checkout_board": inv.checkout_board} if which else {}
+        if full:
+            inv.data(briefing.document() | extra | {"loop": [{"command": c, "does": d} for c, d in LOOP]})
+        else:
+            inv.data(short_document(briefing, extra))
     else:
         text = briefing_text(briefing) if full else short_briefing(briefing)
         write(sys.stdout, text if which is None else f"{shown(which)}\n{text}")
     damage(inv, briefing.listing)
     return 0
+
+
+# (tasks per section, characters of a subject or a failure's note) a short prime tries in turn
+PRIME_STEPS = ((PRIME_SECTION, PRIME_LINE), (3, 80), (1, 60), (0, 60))
+
+
+def short_document(briefing: Any, extra: dict) -> dict:
+    """`prime --json` within PRIME_BUDGET bytes, as the text is: at most PRIME_SECTION
+    tasks of each section (`held_total`, ... say how many there are), and when that is
+    still too long fewer, their subjects and failure notes cut (`…` ends a cut text);
+    `cut` then says so. `--full` has all of it. Only a board path or names longer than
+    the budget can make it longer."""
+    from ..views.text import json_text
+
+    loop = [{"command": c, "does": d} for c, d in zip((c for c, _ in LOOP), SHORT_LOOP, strict=True)]
+    steps = ((PRIME_SECTION, None), *PRIME_STEPS)
+    for section, width in steps:
+        document = briefing.document() | extra
+        for key in ("held", "reserved", "stuck"):
+            document[f"{key}_total"] = len(document[key])
+        for key in ("held", "reserved", "ready", "stuck"):
+            document[key] = [_cut_item(item, width) for item in document[key][:section]]
+        if width is not None:
+            document["cut"] = (
+                f"tasks of each section: at most {section}; subjects and notes: at most {width} characters; "
+                "all of it: tasks prime --full --json"
+            )
+        document["loop"] = loop
+        if len(json_text(document).encode("utf-8")) <= PRIME_BUDGET:
+            break
+    return document
+
+
+def _cut_item(item: dict, width: int | None) -> dict:
+    """A briefing's task with its subject and last failure's note cut to `width` characters."""
+    if width is None:
+        return item
+    for key in ("subject", "last_failure"):
+        text = item.get(key)
+        if isinstance(text, str) and len(text) > width:
+            item[key] = text[: width - 1] + "…"
+    return item
 
 
 def short_briefing(briefing: Any) -> str:
