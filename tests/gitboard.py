@@ -88,7 +88,8 @@ def by_uid(records: dict[int, dict]) -> dict[str, dict]:
 def judge(clone: Clone, cycles: bool = False) -> dict[int, dict]:
     """After a merge: no conflict marker, nothing outside the board changed, every
     invariant of DESIGN §2 (a cycle only where the merge made one), one uid once."""
-    for path in clone.board.iterdir():
+    archive = clone.board / "archive"
+    for path in [*clone.board.iterdir(), *(archive.iterdir() if archive.is_dir() else [])]:
         if path.is_file():
             assert CONFLICT not in path.read_bytes(), f"{path.name} has conflict markers"
     outside = [path for path in clone.dirty(ignored=True) if not path.startswith(".tasks/")]

@@ -26,7 +26,30 @@ TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json")
 
 
 def load_board(folder: Path) -> dict[int, dict]:
-    """Every task record by id, asserting each file is a regular, sound record."""
+    """Every task record by id, live and archived (`archive/task_N.json`, DESIGN §11),
+    asserting each file is a regular, sound record, no id is both live and archived, and
+    every archived task is closed."""
+    records = _load_folder(folder)
+    archive = folder / "archive"
+    if archive.is_dir():
+        archived = _load_folder(archive)
+        both = sorted(set(records) & set(archived))
+        assert not both, f"#{both[0]} is both live and archived"
+        opened = sorted(task_id for task_id, record in archived.items() if record["status"] in OPEN)
+        assert not opened, f"archived #{opened[0]} is open"
+        records.update(archived)
+    return records
+
+
+def archived_ids(folder: Path) -> set[int]:
+    """The ids of the archived task files."""
+    archive = folder / "archive"
+    if not archive.is_dir():
+        return set()
+    return {int(match.group(1)) for name in os.listdir(archive) if (match := TASK_FILE.fullmatch(name))}
+
+
+def _load_folder(folder: Path) -> dict[int, dict]:
     records: dict[int, dict] = {}
     for name in sorted(os.listdir(folder)):
         match = TASK_FILE.fullmatch(name)

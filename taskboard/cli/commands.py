@@ -254,6 +254,28 @@ def reopen(inv: Invocation, task_id: int, cascade: bool = False, note: str = "")
     return show_record(inv, outcome)
 
 
+def archive(inv: Invocation, days: int = 30, dry_run: bool = False) -> int:
+    """`tasks archive`: under --json `{"archived": [ids], "dry_run": bool}`; for people one
+    line per task moved (or that would move), and a summary on stderr."""
+    from ..views.viewmodel import task_line
+
+    outcome = inv.board.archive(days, dry_run)
+    ids = [record["id"] for record in outcome.written]
+    if inv.json:
+        inv.data({"archived": ids, "dry_run": dry_run})
+    else:
+        write(sys.stdout, "".join(task_line(shown_record(record)) + "\n" for record in outcome.written))
+        verb = "would archive" if dry_run else "archived"
+        where = "" if dry_run or not ids else f" (to {inv.board.store.path}/archive/)"
+        write(sys.stderr, f"{verb} {len(ids)} task(s){where}\n")
+    inv.report(outcome)
+    return 0
+
+
+def restore(inv: Invocation, task_id: int) -> int:
+    return show_record(inv, inv.board.restore(task_id))
+
+
 def release(inv: Invocation, task_id: int, note: str = "", failed: bool = False, force: bool = False) -> int:
     return show_record(inv, inv.board.release(task_id, note, failed=failed, force=force))
 
@@ -576,7 +598,8 @@ def list_tasks(
     query = check_filters(ready, blocked, statuses, limit=limit, **filters)  # usage errors before the board
     need_json(inv, fields)
     person = not inv.json and not inv.plain()
-    listing = inv.board.listing(history=person or not open_only(query, ready, blocked))
+    history = person or not open_only(query, ready, blocked)
+    listing = inv.board.listing(history=history, archive=include_deleted and history)  # --all: the archive too
     everything = inv.board.select_ids(listing, statuses, owner, ready, blocked, include_deleted, **filters)
     chosen, total = page(everything, limit)
     if inv.json and fields is not None:
@@ -718,7 +741,7 @@ def graph(
 
     if svg and not inv.json:
         check_svg_target(svg, inv.board.store.root)
-    listing = inv.board.listing()
+    listing = inv.board.listing(archive=include_deleted)  # --all: the archived tasks too
     if not inv.json:
         listing = for_people(listing)  # every text escaped: the views, DOT and Mermaid show it
     records = [r for r in listing.records if include_deleted or r["status"] != "deleted"]

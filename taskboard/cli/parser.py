@@ -161,6 +161,18 @@ STATUS = Parsed("STATUS", parse_status)
 STATUS_FILTER = Parsed("STATUS", lambda text: parse_status(text, states=True))
 PRIORITY = Parsed("0-4", parse_priority)
 LIMIT = Parsed("N", parse_limit)
+
+
+def _days(text: str) -> int:
+    """A whole number of days, 0 or more (`archive --older-than`)."""
+    from ..ops.archiving import check_days
+
+    if not text.isascii() or not text.isdigit():
+        raise UsageError(f"--older-than takes a whole number of days (0 or more), not {text!r}", "days")
+    return check_days(int(text))
+
+
+DAYS = Parsed("DAYS", _days)
 FIELDS = Parsed("a,b,c", parse_fields)
 fields_option = click.option(
     "--fields", type=FIELDS, help="With --json: keep only these keys of each record (id,subject,status...)."
@@ -623,6 +635,42 @@ def reopen(inv: Invocation, task_id, cascade, note):
       tasks reopen 4 --cascade --note "the parser was wrong after all"
     """
     return commands.reopen(inv, task_id, cascade, note)
+
+
+@cli.command()
+@click.option(
+    "--older-than", "days", type=DAYS, default=30, show_default=True, help="Only tasks unchanged this many days."
+)
+@click.option("--dry-run", is_flag=True, help="Say what would move; move nothing.")
+@common_options
+@pass_inv
+def archive(inv: Invocation, days, dry_run):
+    """Move finished history aside: completed and deleted tasks that no open task names
+    (and that name none), unchanged for DAYS days, go to .tasks/archive/ as one change.
+
+    `get`, `log`, `list --all` and `graph --all` still show them, marked archived;
+    `list`, `ready`, `claim` and `board` never read them. Changing an archived task
+    brings it back first; the task with the highest id stays (it holds the id count).
+
+    \b
+      tasks archive --dry-run
+      tasks archive --older-than 90
+    """
+    return commands.archive(inv, days, dry_run)
+
+
+@cli.command()
+@click.argument("task_id", type=TASK_ID, metavar="ID")
+@common_options
+@pass_inv
+def restore(inv: Invocation, task_id):
+    """Bring back an archived task as it was, or a deleted one as pending (its old
+    edges are not restored).
+
+    \b
+      tasks restore 12
+    """
+    return commands.restore(inv, task_id)
 
 
 @cli.command()

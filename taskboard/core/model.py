@@ -59,6 +59,22 @@ def id_from_file_name(name: str) -> int | None:
     return task_id if task_id <= MAX_ID else None
 
 
+ARCHIVE_FOLDER = "archive"  # in the board folder: closed tasks moved aside (DESIGN §11), one file each
+
+
+def archive_file_name(task_id: int) -> str:
+    """An archived task's file, relative to the board folder."""
+    return f"{ARCHIVE_FOLDER}/task_{task_id}.json"
+
+
+def board_file_id(name: str) -> int | None:
+    """The id a task file of the board stands for, live (`task_N.json`) or archived
+    (`archive/task_N.json`); None for anything else."""
+    if name.startswith(ARCHIVE_FOLDER + "/"):
+        name = name[len(ARCHIVE_FOLDER) + 1 :]
+    return id_from_file_name(name)
+
+
 _FILE_NAME_LINES = re.compile(r"^task_([1-9][0-9]{0,18})\.json$", re.MULTILINE)
 
 
@@ -829,10 +845,8 @@ def problems_of(record: Any, name: str) -> list[tuple[str, str]]:
         flaw = field.flaw(record[field.name]) if field.flaw and field.name in record else None
         if flaw:
             problems.append(flaw)
-        elif field.name == "id" and id_from_file_name(name) not in (None, record["id"]):
-            problems.append(
-                ("id-mismatch", f"the file name says #{id_from_file_name(name)} but 'id' is {record['id']}")
-            )
+        elif field.name == "id" and board_file_id(name) not in (None, record["id"]):
+            problems.append(("id-mismatch", f"the file name says #{board_file_id(name)} but 'id' is {record['id']}"))
     for key, value in record.items():
         if key not in _KEY_SET or key == "metadata":
             # the limit metadata input sets for one value, here for each value of metadata and of an unknown key

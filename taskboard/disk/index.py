@@ -792,3 +792,42 @@ def _crash_point(stage: str) -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def add_archive(shot: Snapshot, records: list[Record], damaged: list[Corrupt]) -> None:
+    """The archived tasks put into a snapshot taken with history (DESIGN §11), each
+    marked `"archived": true` in what is shown; a task with a live file keeps the live
+    one. Never saved: the cache holds the live files only, so it does not grow with the
+    archive."""
+    assert shot.closed_text is not None, "the archive joins a snapshot with history"
+    live = set(shot.ids)
+    added: dict[int, int] = {}
+    for record in records:
+        task_id = record["id"]
+        if task_id in live:
+            continue
+        shown = {**record, "archived": True}
+        if record["status"] in OPEN:  # said so by hand or by a merge: `check` reports it
+            shot.open[task_id] = shown
+            shot.open_text[task_id] = json.dumps(shown, ensure_ascii=False)
+        else:
+            shot.closed_text[task_id] = json.dumps(shown, ensure_ascii=False)
+        added[task_id] = KINDS[record["status"]]
+    for exc in damaged:
+        task_id = _damaged_id(exc)
+        if task_id is not None and task_id not in live:
+            shot.damaged[task_id] = exc
+            added[task_id] = UNSURE
+    if not added:
+        return
+    merged = sorted([(task_id, kind) for task_id, kind in zip(shot.ids, shot.kinds, strict=True)] + list(added.items()))
+    shot.ids = array("q", [task_id for task_id, _ in merged])
+    shot.kinds = bytearray(kind for _, kind in merged)
+    shot.ctimes = array("q", bytes(8 * len(merged)))
+    shot.inodes = array("Q", bytes(8 * len(merged)))
+
+
+def _damaged_id(exc: Corrupt) -> int | None:
+    from ..core.model import board_file_id
+
+    return board_file_id(exc.file or "")

@@ -28,8 +28,11 @@ from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Changed, Corrupt, NotFound, Taken, UsageError
 from ..core.model import (
+    ARCHIVE_FOLDER,
     MAX_FILE_BYTES,
     Record,
+    archive_file_name,
+    board_file_id,
     decode,
     file_name,
     id_from_file_name,
@@ -331,6 +334,8 @@ class Store:
         self.seen: dict[str, int] = {}  # under the write lock: a hash of each task file's bytes as last read
         self._expect: dict[str, int] = {}  # what the files a write replaces must hold (Store.write)
         self.runtime: Any = None  # taskboard.state.State of this board, made on first use (taskboard.claims)
+        self.archived: set[int] = set()  # the tasks `read` last found in the archive folder (DESIGN §11)
+        self.archive_dir = os.path.join(self.path, ARCHIVE_FOLDER)
 
     @property
     def root(self) -> Path:
@@ -391,11 +396,13 @@ class Store:
         return name in (LOCK_NAME, SCRATCH_NAME, CACHE_NAME)
 
     def read(self, task_id: int) -> Record:
+        """A task's record from its live file, else from the archive (DESIGN §11: every
+        command that names an archived task sees it; `archived` says where it was found)."""
         name = file_name(task_id)
         try:
             data = read_bytes(f"{self.path}/{name}")  # a str path: pathlib's `/` costs ~10 µs a file
         except FileNotFoundError:
-            raise NotFound(f"no task #{task_id}") from None
+            return self._read_archived(task_id)
         except NotADirectoryError:  # the board path is, or lies under, a file
             raise UsageError(f"the board path {self.root} is not a folder") from None
         except OSError as exc:
@@ -412,7 +419,53 @@ class Store:
             record = decode(data, name)
         if self._exclusive:
             self.seen[name] = hash(data)
+        self.archived.discard(task_id)
         return record
+
+    def _read_archived(self, task_id: int) -> Record:
+        """An archived task's record (NotFound when it is not archived either)."""
+        name = archive_file_name(task_id)
+        path = f"{self.path}/{name}"
+        try:
+            data = read_bytes(path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise NotFound(f"no task #{task_id}") from None
+        except OSError as exc:
+            raise self._unreadable(name, exc) from None
+        try:
+            record = decode(data, name)
+        except Corrupt as exc:
+            try:
+                data = settled_bytes(path, data, exc)
+            except FileNotFoundError:
+                raise NotFound(f"no task #{task_id}") from None
+            record = decode(data, name)
+        if self._exclusive:
+            self.seen[name] = hash(data)
+        self.archived.add(task_id)
+        return record
+
+    def archived_ids(self) -> list[int]:
+        """Ids of the archived tasks, ascending: a look into the archive folder, which
+        only commands about history make (`list --all`, `graph --all`, `check`, `archive`)."""
+        try:
+            return sorted(ids_from_file_names(os.listdir(self.archive_dir)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise unusable(self.archive_dir, exc) from None
+
+    def read_archive(self) -> tuple[list[Record], list[Corrupt]]:
+        """Every readable archived record in id order, and the damage found on the way."""
+        records, damaged = [], []
+        for task_id in self.archived_ids():
+            try:
+                records.append(self._read_archived(task_id))
+            except NotFound:
+                continue
+            except Corrupt as exc:
+                damaged.append(exc)
+        return records, damaged
 
     def read_all(self) -> tuple[list[Record], list[Corrupt]]:
         """Every readable record in id order, and the damage found on the way."""
@@ -776,7 +829,9 @@ class Store:
         try:
             shards = [os.path.join(self.path, name) for name in appends or ()]
             folders = [os.path.join(self.path, JOURNAL_FOLDER)] if appends else []  # a shard made just now
-            _sync_together(shards, folders + ([self.path] if files or remove else []))
+            _sync_together(
+                shards, folders + ([self.path] if files or remove else []) + self._archive_folder(files, remove)
+            )
             os.unlink(intent)
             _fsync_folder(self.scratch_dir)
         except OSError as exc:  # the intent is whole and durable: the next command completes the change
@@ -800,7 +855,7 @@ class Store:
             except OSError:
                 now = None
             if now != expect[name]:
-                task_id = id_from_file_name(name)
+                task_id = board_file_id(name)
                 raise Changed(
                     f"#{task_id} ({name}) was changed by another program while this change was made; "
                     "nothing was changed, try again",
@@ -811,7 +866,7 @@ class Store:
     def _raise_last(self, files: dict[str, bytes]) -> None:
         """The highest id the next writer can be told, with the files this change writes."""
         if self._last is not None:
-            self._last = max([self._last] + [id_from_file_name(name) or 0 for name in files])
+            self._last = max([self._last] + [board_file_id(name) or 0 for name in files])
 
     def _move_into_place(
         self, staged: list[tuple[str, str]], remove: list[str], moved: list[str], new: list[str]
@@ -820,7 +875,9 @@ class Store:
         names each as it is done, so a failure tells whether anything changed. New files
         go first, each only where no file of its name exists (Taken before anything moved),
         and none moves when a file it replaces changed since it was read (Changed)."""
-        self._unchanged([name for name, _ in staged], new)
+        self._unchanged([name for name, _ in staged] + remove, new)
+        if any(name.startswith(ARCHIVE_FOLDER + "/") for name, _ in staged):
+            self._make_archive()
         for name, temp in sorted(staged, key=lambda item: item[0] not in new):
             if name in new:
                 self._place_new(name, temp)
@@ -829,7 +886,7 @@ class Store:
             moved.append(name)
             self._crash_point()
         for name in remove:
-            if id_from_file_name(name) is not None:  # a task file of this board, never anything else
+            if board_file_id(name) is not None:  # a task file of this board, never anything else
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.path, name))
                     moved.append(name)
@@ -904,6 +961,17 @@ class Store:
         except OSError as exc:
             raise unusable(self.root, exc, f" (writing {name})") from None
 
+    def _archive_folder(self, files: Iterable[str], remove: list[str] | None) -> list[str]:
+        """The archive folder, when a change put or removed a file in it (its entries are synced too)."""
+        prefix = ARCHIVE_FOLDER + "/"
+        touched = any(name.startswith(prefix) for name in files) or any(n.startswith(prefix) for n in remove or ())
+        return [self.archive_dir] if touched else []
+
+    def _make_archive(self) -> None:
+        """The archive folder, made when a change first puts a task there."""
+        with suppress(FileExistsError):
+            os.mkdir(self.archive_dir)
+
     def _make_scratch(self) -> None:
         """The scratch folder, made when missing; a link or file in its place (never a
         link's target) is replaced by one."""
@@ -930,6 +998,8 @@ class Store:
         # the journal lines likewise (the first sync flushes them all). The notes: journal
         # lines a recovery could not append.
         try:
+            if any(name.startswith(ARCHIVE_FOLDER + "/") for name in files):
+                self._make_archive()
             for name, data in files.items():
                 self._replace(self.path, name, data, sync=not journaled)
         except OSError as exc:
@@ -937,7 +1007,7 @@ class Store:
                 raise unusable(self.root, exc, "; an interrupted change waits to be finished") from None
             raise unusable(self.root, exc, "; nothing was changed") from None
         for name in remove or ():
-            if id_from_file_name(name) is not None:  # a task file of this board, never anything else
+            if board_file_id(name) is not None:  # a task file of this board, never anything else
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.path, name))
         notes = self._append(appends, replay) if appends else []
@@ -945,13 +1015,14 @@ class Store:
         durable += [os.path.join(self.path, name) for name in appends or ()]
         folders = [os.path.join(self.path, JOURNAL_FOLDER)] if appends else []  # a shard made just now
         folders += [self.path] if files or remove else []
+        folders += self._archive_folder(files, remove)
         _sync_together(durable, folders)
         return notes
 
     def _stage(self, name: str, data: bytes, sync: bool = True) -> str:
         """A new file's content written in the scratch folder; its path there. On failure
         (a full disk) nothing is left behind."""
-        temp = f"{self.scratch_dir}/.{name}.{os.getpid()}.tmp"
+        temp = f"{self.scratch_dir}/.{name.replace('/', '%')}.{os.getpid()}.tmp"  # an archived file's name has a /
         try:
             fd = os.open(temp, _WRITE_FLAGS, 0o666)  # 0o666 less the umask, as for any new file
         except (FileNotFoundError, NotADirectoryError):  # git never brings it: made when first needed
@@ -1021,7 +1092,7 @@ class Store:
                 files = {
                     name: text.encode("utf-8")
                     for name, text in intent["files"].items()
-                    if id_from_file_name(name) is not None
+                    if board_file_id(name) is not None
                 }
                 for name, data in files.items():
                     decode(data, name)  # a planted or damaged intent never writes a damaged task file
@@ -1031,7 +1102,7 @@ class Store:
                 notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
                 lost = self._apply(files, journaled=True, remove=remove, appends=appends, replay=True)
-                ids = sorted(id_from_file_name(name) or 0 for name in files)
+                ids = sorted(board_file_id(name) or 0 for name in files)
                 what = ids_text(ids) if ids else "the journal"
                 notes.append(Note("recovered", f"completed an interrupted change to {what}", tasks=ids))
                 notes.extend(lost)

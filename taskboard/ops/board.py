@@ -21,6 +21,7 @@ from ..core.model import (
     REMOVE,
     Patch,
     Record,
+    archive_file_name,
     check_description,
     check_file_size,
     check_label,
@@ -136,12 +137,27 @@ class Change:
         self.runtime: dict[int, dict] = {}  # what to record in the runtime state, by task (taskboard.claims)
         self.guard: Any = None  # the authority's say before the files are written (Board._guard_moves)
         self.forced = False  # the change overrides a holder (its claim ref included)
+        self.archived: set[int] = set()  # records read from the archive folder (DESIGN §11)
+        self.stay: set[int] = set()  # archived records this change may edit in place while they stay closed
+        self.moving: set[int] = set()  # archived records brought back unchanged (`restore`): the same bytes
 
     def get(self, task_id: int) -> Record:
         if task_id not in self.records:
             self.records[task_id] = self.store.read(task_id)
-            self.read[task_id] = self.store.seen.get(file_name(task_id))  # what commit expects to replace
+            name = file_name(task_id)
+            if task_id in self.store.archived:
+                self.archived.add(task_id)
+                name = archive_file_name(task_id)
+            self.read[task_id] = self.store.seen.get(name)  # what commit expects to replace
         return self.records[task_id]
+
+    def _place(self, task_id: int, record: Record) -> str:
+        """Where a written record goes: its live file, or its archived one when it was read
+        from the archive, may stay there, and is still closed. Any other change to an
+        archived task brings it back first (DESIGN §11)."""
+        if task_id in self.archived and task_id in self.stay and record["status"] not in OPEN:
+            return archive_file_name(task_id)
+        return file_name(task_id)
 
     def find(self, task_id: int) -> Record | None:
         try:
@@ -172,6 +188,16 @@ class Change:
     def lookup(self, task_id: int) -> Record | None:
         return self.find(task_id)
 
+    def _restored(self, files: dict[str, bytes], events: list[Event]) -> list[int]:
+        """The archived tasks this change brings back (their live files among `files`),
+        each with a `restored` event unless the caller gave one."""
+        restored = [
+            task_id for task_id in sorted(self.archived) if task_id in self.before and file_name(task_id) in files
+        ]
+        said = {(event.task, event.what) for event in events}
+        events += [Event(task_id, "restored") for task_id in restored if (task_id, "restored") not in said]
+        return restored
+
     def commit(self, events: Iterable[Event] = ()) -> list[Record]:
         """Write every edited record whose content changed, and journal the events, as one
         change (taskboard.journal); the records written, in id order."""
@@ -180,12 +206,15 @@ class Change:
         for task_id, before in self.before.items():
             record = self.records[task_id]
             if encode(record) == before:
+                if task_id in self.moving:
+                    files[file_name(task_id)] = before
+                    written.append(record)
                 continue
             fill_defaults(record, stamp)
             if before is None:  # a new record: created when written, so both times agree
                 record["createdAt"] = stamp
             record["updatedAt"] = stamp
-            files[file_name(task_id)] = data = encode(record)
+            files[self._place(task_id, record)] = data = encode(record)
             check_file_size(task_id, len(data))
             # what callers print must be what the file says: sorted ids, the contract's key order
             canonical = json.loads(data)
@@ -195,6 +224,8 @@ class Change:
             if self.was.get(task_id, (record["status"], record["owner"])) != (record["status"], record["owner"]):
                 moved.append(record)
         events = list(events)
+        restored = self._restored(files, events)
+        remove = [archive_file_name(task_id) for task_id in restored]
         appends = None
         if events:
             from ..disk import journal
@@ -202,18 +233,22 @@ class Change:
             actor = journal.actor_of(self.actor)
             self.journaled = journal.entries(events, actor, journal.stamp())
             appends = {journal.shard_name(actor): journal.encode(self.journaled)}
-        new = [file_name(task_id) for task_id, before in self.before.items() if before is None]
-        expect = {file_name(task_id): seen for task_id in self.before if (seen := self.read.get(task_id)) is not None}
+        new = [file_name(task_id) for task_id, before in self.before.items() if before is None or task_id in restored]
+        expect = {
+            (archive_file_name(task_id) if task_id in self.archived else file_name(task_id)): seen
+            for task_id in self.before
+            if (seen := self.read.get(task_id)) is not None
+        }
         undo = self.guard(self, moved) if moved and self.guard is not None else None  # refused: nothing written
         try:
             if moved or self.runtime:  # the runtime state follows status and owner (taskboard.claims)
                 from . import claims
 
                 with claims.state_of(self.store).locked():
-                    self.store.write(files, appends, new=new, expect=expect)
+                    self.store.write(files, appends, remove=remove, new=new, expect=expect)
                     claims.record(self, moved)
             else:
-                self.store.write(files, appends, new=new, expect=expect)
+                self.store.write(files, appends, remove=remove, new=new, expect=expect)
         except BaseException:
             if undo is not None:
                 undo()  # the claim refs moved for this change go back as they were
@@ -265,12 +300,12 @@ class Board:
         missing or unreadable), read under the same lock, and the damage met on the way
         (`damaged`: shown, then named, as a listing does)."""
         with self.store.reading() as notes:
-            outcome = Outcome(self.store.read(task_id))
+            outcome = Outcome(archived_mark(self.store, self.store.read(task_id)))
             if neighbours:
                 assert outcome.record is not None
                 for other in outcome.record["blockedBy"] + outcome.record["blocks"]:
                     try:
-                        outcome.neighbours[other] = self.store.read(other)
+                        outcome.neighbours[other] = archived_mark(self.store, self.store.read(other))
                     except NotFound:
                         outcome.neighbours[other] = None
                     except Corrupt as exc:
@@ -300,12 +335,18 @@ class Board:
             return None
         return self.listing(history=True).progress().get(record["id"])
 
-    def listing(self, history: bool = True) -> Listing:
+    def listing(self, history: bool = True, archive: bool = False) -> Listing:
         """The board as its files say it is now, through the cache beside it
         (taskboard.index). Without `history` only the open records come in full:
-        what costs the open work, not the years of finished work."""
+        what costs the open work, not the years of finished work. With `archive` the
+        archived tasks too, read from their files (marked `"archived": true`; the cache
+        never holds them): what `list --all` and `graph --all` show."""
         with self.store.reading() as notes:
-            shot = snapshot(self.store, history=history)
+            shot = snapshot(self.store, history=history or archive)
+            if archive:
+                from ..disk.index import add_archive
+
+                add_archive(shot, *self.store.read_archive())
         if not shot.ids:  # an empty board, or a Claude Code task list without its mark (DESIGN §13)
             self.store.refuse_claude_list(self.store.names())
         return Listing(shot, notes, str(self.store.path))
@@ -597,6 +638,20 @@ class Board:
             if not ready and graph.is_ready(change.get(tid), change.lookup)
         ]
 
+    def archive(self, days: int = 30, dry_run: bool = False) -> Outcome:
+        """Move finished history aside (taskboard.ops.archiving)."""
+        check_caller(self.caller)
+        from . import archiving
+
+        return archiving.archive(self, days, dry_run)
+
+    def restore(self, task_id: int) -> Outcome:
+        """Bring an archived or deleted task back (taskboard.ops.archiving)."""
+        check_caller(self.caller)
+        from . import archiving
+
+        return self._follow(archiving.restore(self, task_id))
+
     def delete(self, task_id: int, force: bool = False) -> Outcome:
         return self.update(task_id, Patch(status="deleted"), force=force)
 
@@ -776,8 +831,14 @@ class Board:
         task_id = record["id"]
         dependents = [dep for dep in record["blocks"] if change.find(dep)]
         was_ready = {dep: graph.is_ready(change.get(dep), change.lookup) for dep in dependents}
-        # completed blockers name the task only in their own `blocks`: the one scan the contract allows
-        for other_id in self.store.task_ids():
+        # completed blockers name the task only in their own `blocks`: the one scan the contract allows;
+        # archived tasks name no open task (taskboard.ops.archiving), so only a closed one's scan looks there
+        others = self.store.task_ids()
+        if change.was.get(task_id, ("",))[0] not in OPEN:
+            archived = set(self.store.archived_ids()) - set(others)
+            change.stay |= archived  # an edge dropped from an archived task leaves it archived
+            others += sorted(archived)
+        for other_id in others:
             if other_id == task_id:
                 continue
             try:
@@ -828,6 +889,14 @@ class Board:
 # What a named caller may not change on a task another owner holds (DESIGN §7).
 _GUARDED = ("subject", "description", "status", "owner")
 MAX_NOTE = 65536
+
+
+def archived_mark(store: Store, record: Record) -> Record:
+    """The record as shown: a copy marked `"archived": true` when it was read from the
+    archive folder (the mark is never written to a file)."""
+    if record["id"] in store.archived:
+        return {**record, "archived": True}
+    return record
 
 
 def check_note(note: str) -> str:

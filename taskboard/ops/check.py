@@ -10,13 +10,15 @@ import re
 from ..core import graph
 from ..core.errors import Corrupt
 from ..core.model import (
+    ARCHIVE_FOLDER,
     EXTENSION_KEYS,
     MAX_ID,
     OPEN,
+    archive_file_name,
+    board_file_id,
     encode,
     family_form,
     file_name,
-    id_from_file_name,
     parse_json,
     problems_of,
     text_problems,
@@ -36,8 +38,12 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     """All problems on the board; with a `change` (under the write lock) the fixable
     ones are repaired in one all-or-nothing write and marked fixed."""
     problems: list[Problem] = []
-    records = _read_records(store, problems)
+    archived: set[int] = set()
+    records = _read_records(store, problems, archived)
     problems += _parked(records)
+    if change is not None:  # a repair of an archived task leaves it there while it stays closed
+        change.archived |= archived
+        change.stay |= archived
     fixes: dict[int, dict] = {}  # id -> edited copy of the record
 
     def fixed_copy(task_id: int) -> dict:
@@ -59,8 +65,9 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
             )
             fixed_copy(task_id)
     # a task whose file is damaged is not missing: edges to it stay (its file is reported)
-    unreadable = set(store.task_ids()) - set(records)
+    unreadable = (set(store.task_ids()) | set(store.archived_ids())) - set(records)
     _check_edges(records, problems, fixed_copy, unreadable)
+    _bring_back(records, archived, problems, fixed_copy, change)
     successors: dict[int, list[int]] = {tid: [] for tid, r in records.items() if r["status"] != "deleted"}
     for blocker, dependent in graph.edges(records.values()):
         successors[blocker].append(dependent)
@@ -74,7 +81,7 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
             )
         )
     if change is not None:  # layout is cosmetic: reported only where --fix rewrites it
-        _check_format(store, records, fixes, problems, fixed_copy)
+        _check_format(store, records, fixes, problems, fixed_copy, archived)
     problems.extend(_journal_problems(store))
     problems.extend(_place_problems(store))
     if change is not None and any(problem.reason == "state-folder" for problem in problems):
@@ -90,11 +97,62 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     return problems
 
 
-def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
+def _bring_back(records: dict[int, dict], archived: set[int], problems: list[Problem], fixed_copy, change) -> None:
+    """The archived tasks that belong with the open work, reported; a repair brings them back."""
+    for task_id in _archived_in_use(records, archived, problems):
+        fixed_copy(task_id)
+        if change is not None:
+            change.stay.discard(task_id)
+
+
+def _archived_in_use(records: dict[int, dict], archived: set[int], problems: list[Problem]) -> list[int]:
+    """Archived tasks that belong with the open work (DESIGN §11): one that says it is
+    open (a hand edit, a merge that reopened it), or one an open task names or that names
+    an open task. Reported; the repair brings each back. Their ids."""
+    open_ids = {task_id for task_id, record in records.items() if record["status"] in OPEN}
+    named = {other for task_id in open_ids for other in records[task_id]["blocks"] + records[task_id]["blockedBy"]}
+    found = []
+    for task_id in sorted(archived):
+        record = records[task_id]
+        name = archive_file_name(task_id)
+        if record["status"] in OPEN:
+            what = record["status"].replace("_", " ")
+            message = f"#{task_id} is archived ({name}) but {what}; archived tasks are closed, a repair brings it back"
+            problems.append(Problem(name, task_id, "archived-open", message, fixable=True))
+        elif task_id in named or open_ids & set(record["blocks"] + record["blockedBy"]):
+            message = f"#{task_id} is archived ({name}) but linked to open work; a repair brings it back"
+            problems.append(Problem(name, task_id, "archived-linked", message, fixable=True))
+        else:
+            continue
+        found.append(task_id)
+    return found
+
+
+def _board_names(store: Store) -> list[str]:
+    """The board folder's names, then the archive folder's (as `archive/NAME`), sorted so
+    that a live file comes after an archived one of the same id (the live one is read)."""
+    import os
+
+    try:
+        archived = [f"{ARCHIVE_FOLDER}/{name}" for name in os.listdir(store.archive_dir)]
+    except (FileNotFoundError, NotADirectoryError):
+        archived = []
+    return sorted(archived) + sorted(name for name in store.names() if name != ARCHIVE_FOLDER)
+
+
+def _note_place(archived: set[int], task_id: int, name: str) -> None:
+    """Whether the record read last for an id came from the archive (a live one wins)."""
+    if name.startswith(ARCHIVE_FOLDER + "/"):
+        archived.add(task_id)
+    else:
+        archived.discard(task_id)
+
+
+def _read_records(store: Store, problems: list[Problem], archived: set[int]) -> dict[int, dict]:
     records: dict[int, dict] = {}
     claimed: dict[int, list[str]] = {}
-    for name in sorted(store.names()):
-        task_id = id_from_file_name(name)
+    for name in _board_names(store):
+        task_id = board_file_id(name)
         if task_id is None:
             if _LOOKS_LIKE_TASK.fullmatch(name):
                 problems.append(
@@ -131,6 +189,7 @@ def _read_records(store: Store, problems: list[Problem]) -> dict[int, dict]:
             claimed.setdefault(record["id"], []).append(name)
         if not found:
             records[task_id] = record
+            _note_place(archived, task_id, name)
             # readable, and shown escaped everywhere, but not what input allows: said, never guessed at
             for rule, message in text_problems(record):
                 problems.append(Problem(name, task_id, rule, f"{name}: {message}"))
@@ -270,12 +329,14 @@ def _check_edges(records: dict[int, dict], problems: list[Problem], fixed_copy, 
                 drop(a_id, "blockedBy", blocker_id)
 
 
-def _check_format(store: Store, records: dict[int, dict], fixes: dict, problems: list[Problem], fixed_copy) -> None:
+def _check_format(
+    store: Store, records: dict[int, dict], fixes: dict, problems: list[Problem], fixed_copy, archived: set[int]
+) -> None:
     """Files whose bytes are not the canonical encoding (hand edits, merges)."""
     for task_id, record in sorted(records.items()):
         if task_id in fixes:
             continue  # rewritten by another fix anyway
-        name = file_name(task_id)
+        name = archive_file_name(task_id) if task_id in archived else file_name(task_id)
         try:
             if read_bytes(store.root / name) == encode(record):
                 continue

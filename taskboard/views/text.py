@@ -75,9 +75,16 @@ def shown_value(value: Any, lines: bool = False) -> Any:
 _PLAIN_KEYS = frozenset(("id", "status", "blockedBy", "blocks", "uid", "createdAt", "updatedAt"))
 
 
+ARCHIVED_MARK = " (archived)"  # after the subject of a task read from the archive folder (DESIGN §11)
+
+
 def shown_record(record: dict) -> dict:
-    """The record as people see it: every text in it made safe. The record itself when
-    nothing needs escaping (the common case costs a few regex searches)."""
+    """The record as people see it: every text in it made safe, and an archived task's
+    subject marked so (every view of it says so). The record itself when nothing needs
+    escaping or marking (the common case costs a few regex searches)."""
+    if record.get("archived") is True and isinstance(record.get("subject"), str):
+        marked = {**record, "subject": record["subject"] + ARCHIVED_MARK}
+        return shown_record({key: value for key, value in marked.items() if key != "archived"})
     if not _needs_escaping(record):
         return record
     copy = {}
