@@ -156,3 +156,23 @@ def test_an_id_that_reached_the_remote_never_moves(fleet):
     b.tasks("sync")
     assert (a.records()[7]["subject"], a.records()[8]["subject"]) == ("b's seventh", "a's seventh")
     agreed(a, b)
+
+
+def test_a_waiter_brings_the_board_in_when_work_it_waits_on_was_finished_elsewhere(fleet):
+    """Issue 19, item 7: #2 waits on #1, which another clone completes and syncs."""
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    a.tasks("claim", "1", owner="amy")
+    a.tasks("claim", "4", owner="amy")
+    b.tasks("sync")
+    waiting = spawn(b, "claim", "--wait", "30", "--json", TASKS_OWNER="bob")
+    a.tasks("done", "1", owner="amy")
+    a.tasks("sync")
+    out, err = waiting.communicate(timeout=60)
+    assert waiting.returncode == 0, err
+    took = json.loads(out)
+    assert (took["id"], took["owner"], took["status"]) == (2, "bob", "in_progress")
+    assert b.records()[1]["status"] == "completed"
+    changed = sorted(line[3:] for line in b.git("status", "--porcelain").stdout.splitlines())
+    assert changed == [".tasks/journal/bob.jsonl", ".tasks/task_2.json"]  # the claim; the completion is committed

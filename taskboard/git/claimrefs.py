@@ -281,6 +281,26 @@ def refresh(store: Store) -> None:
             fetch_all(Git(store), config)
 
 
+def ended_elsewhere(store: Store) -> bool:
+    """Whether the claim refs, as last fetched, say an open task of this board was
+    completed on another machine, or given back there after this board's file was written."""
+    config = config_of(store)
+    mirror = read_mirror(config) if config is not None else {}
+    if not mirror:
+        return False
+    records, _damaged = store.read_all()
+    for record in records:
+        doc = mirror.get(record.get("uid", ""))
+        if not isinstance(doc, dict) or record["status"] not in ("pending", "in_progress"):
+            continue
+        if doc.get("state") == "done":
+            return True
+        given_back = doc.get("state") == "released" and record["status"] == "in_progress"
+        if given_back and _number(doc.get("at")) and doc["at"] >= _updated(record):
+            return True
+    return False
+
+
 def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) -> str | None:
     """Replace the remote's claim ref with a new document if it is still `expected` (None:
     it must not exist). The new object id on success, None when refused; Busy when the
@@ -1100,8 +1120,21 @@ class ClaimRefs(Authority):
     def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
         return claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store) -> tuple[float, Any] | None:
-        return (POLL, lambda: refresh(store)) if config_of(store) is not None else None
+    def poll(self, store: Store, board: Board | None = None) -> tuple[float, Any] | None:
+        """The claim refs, every POLL seconds; and when they say an open task here was
+        completed or given back on another machine, the board too (git.sync.bring_in):
+        a completion elsewhere frees dependents here only once the task files say so."""
+        if config_of(store) is None:
+            return None
+
+        def fetch() -> None:
+            refresh(store)
+            if board is not None and ended_elsewhere(store):
+                from .sync import bring_in
+
+                bring_in(board)
+
+        return (POLL, fetch)
 
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
         return renew(board, task_id, lease)

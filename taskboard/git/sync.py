@@ -721,3 +721,26 @@ def _came_in(before: dict, after: dict, result: Synced) -> None:
             result.completed.append(task_id)
         if ready and not old[2]:
             result.unblocked.append(task_id)
+
+
+# -- waiting across clones -------------------------------------------------------------------------
+
+
+def bring_in(board: Board) -> None:
+    """What a waiter does (claimrefs.ClaimRefs.poll) when the claim refs say work ended on
+    another machine: sync when the remote's branch moved since this clone last fetched it (a
+    completion frees dependents only once the task files say so). A sync that fails is
+    left to the next poll."""
+    from ..core.errors import TaskError
+
+    try:
+        git = Git(board.store)
+        branch = git.run("symbolic-ref", "-q", "--short", "HEAD").stdout.decode().strip()
+        if not branch:
+            return
+        name, merge_ref = _where(git, board.store, branch, None)
+        heads = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
+        if heads and heads[0] != _rev(git, f"refs/remotes/{name}/{merge_ref.removeprefix('refs/heads/')}"):
+            sync(board, name)
+    except TaskError:
+        return

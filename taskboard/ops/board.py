@@ -765,10 +765,12 @@ class Board:
         stop: Stop | None = None,
     ) -> Outcome:
         """Claim; when nothing is claimable yet but something could still come to owner,
-        wait for it (at most `seconds`, or until `stop` is set), holding no lock (taskboard.claims)."""
+        wait for it (at most `seconds`, or until `stop` is set), holding no lock
+        (taskboard.claims); the authority says what to fetch meanwhile (claims through a
+        remote: the claim refs, and the board when they say work ended on another machine)."""
         from . import claims
 
-        return claims.claim_wait(self, task_id, owner, lease, seconds, self.authority.poll(self.store), stop)
+        return claims.claim_wait(self, task_id, owner, lease, seconds, self.authority.poll(self.store, self), stop)
 
     def renew(self, task_id: int, lease: float | None = None) -> Outcome:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""

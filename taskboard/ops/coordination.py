@@ -31,8 +31,8 @@ class Authority:
 
         return claims.claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store) -> tuple[float, Callable[[], None]] | None:
-        """While `claim --wait` waits: (every how many seconds, what to fetch), or None."""
+    def poll(self, store: Store, board: Board | None = None) -> tuple[float, Callable[[], None]] | None:
+        """While `claim --wait` waits (for `board`): (every how many seconds, what to fetch), or None."""
         return None
 
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
@@ -67,8 +67,8 @@ class Deferred(Authority):
     def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
         return self._it().claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store) -> tuple[float, Callable[[], None]] | None:
-        return self._it().poll(store)
+    def poll(self, store: Store, board: Board | None = None) -> tuple[float, Callable[[], None]] | None:
+        return self._it().poll(store, board)
 
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
         return self._it().renew(board, task_id, lease)
