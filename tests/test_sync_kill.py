@@ -176,3 +176,32 @@ def test_a_waiter_brings_the_board_in_when_work_it_waits_on_was_finished_elsewhe
     assert b.records()[1]["status"] == "completed"
     changed = sorted(line[3:] for line in b.git("status", "--porcelain").stdout.splitlines())
     assert changed == [".tasks/journal/bob.jsonl", ".tasks/task_2.json"]  # the claim; the completion is committed
+
+
+def test_no_round_trip_to_the_remote_holds_the_board_lock(fleet, tmp_path):
+    """Issue 19, item 10: `done` moves its claim ref with the board lock let go, so a
+    remote that does not answer does not make `create`, `ready` and `claim` busy."""
+    a = fleet.machine("a")
+    plan(a)
+    a.tasks("claim", "4", owner="amy")
+    fifo = tmp_path / "silent"
+    os.mkfifo(fifo)
+    hook = fleet.remote / "hooks" / "pre-receive"
+    hook.write_text(
+        f'#!/bin/sh\nif [ -p "{fifo}" ]; then touch "{fifo}.reached"; cat "{fifo}" >/dev/null; rm -f "{fifo}"; fi\n'
+    )
+    hook.chmod(0o755)
+    done = spawn(a, "done", "4", "--json", TASKS_OWNER="amy")
+    reached = tmp_path / "silent.reached"
+    while not reached.exists():  # done is in its push, which the remote holds
+        assert done.poll() is None, done.communicate()
+        os.sched_yield()
+    a.tasks("--timeout", "1", "create", "Meanwhile")
+    assert [r["id"] for r in a.json("--timeout", "1", "ready")] == [1, 5]
+    assert a.json("--timeout", "1", "claim", "5", "--offline", owner="cat")["owner"] == "cat"  # the remote is silent
+    with open(fifo, "wb") as f:
+        f.write(b"answer")
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 0, err
+    assert json.loads(out)["status"] == "completed"
+    assert [(d["task"], d["state"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [(4, "done")]

@@ -749,9 +749,51 @@ def wanted(record: Record) -> str:
     return "claimed" if status == "in_progress" else "done" if status == "completed" else "released"
 
 
+class PushFirst(Exception):
+    """Raised by the guard under the board lock, before anything is written: these claim
+    refs must move first, which takes the network, so the board lets the lock go, moves
+    them (`move_first`) and runs the change again (Board._refs_first)."""
+
+    def __init__(self, moves: list[tuple[Record, str, bool]]):
+        super().__init__("claim refs move first")
+        self.moves = moves  # (the record as it will be written, its holder before, forced)
+
+
 def guard(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
+    """Under the board lock, before a change that moves status or owner is written: the
+    claim refs must already say what the records will. Those this clone's tracking refs
+    show agreeing, or that `move_first` moved for exactly this (or found lagging), pass;
+    for the others PushFirst is raised (nothing written). No network: git reads only."""
+    if board.moved_refs is None:
+        return _guard_in_lock(board, change, moved)
+    config = config_of(board.store)
+    records = [r for r in moved if isinstance(r.get("uid"), str)]
+    if config is None or not records:
+        return [], None
+    git = Git(board.store)
+    try:
+        seen = known(git, config, [r["uid"] for r in records])
+    except TaskError as exc:
+        return [_behind(records[0], config, exc.message)], None
+    moves = []
+    for record in records:
+        status, owner = change.was.get(record["id"], ("pending", ""))
+        holder = owner if status == "in_progress" else ""
+        if board.moved_refs.get(record["uid"]) in (_claim_of(record), "behind"):
+            continue
+        found = seen[record["uid"]]
+        if not found.garbage and _verdict(found, found.sha, record, holder, change.forced, False) is None:
+            continue
+        moves.append((dict(record), holder, bool(change.forced)))
+    if moves:
+        raise PushFirst(moves)
+    return [], None
+
+
+def _guard_in_lock(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
     """Move the claim refs of the records a change is about to write with a new status or
-    owner: (notes, an undo that puts the moved refs back, or None). Refused: nothing moved."""
+    owner, under the lock (the changes not run through Board._refs_first: a repair of
+    check): (notes, an undo that puts the moved refs back, or None). Refused: nothing moved."""
     config = config_of(board.store)
     records = [r for r in moved if isinstance(r.get("uid"), str)]
     if config is None or not records:
@@ -786,6 +828,52 @@ def guard(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], A
         if swapped is not None:
             done.append((record["uid"], *swapped))
     return notes, (undo if done else None)
+
+
+def _claim_of(record: Record) -> tuple[str, str]:
+    state = wanted(record)
+    return state, record["owner"] if state != "released" else ""
+
+
+def move_first(board: Board, moves: list[tuple[Record, str, bool]]) -> None:
+    """Outside the board lock: move each claim ref to what its record will say, by the
+    exact compare-and-swap of `_swap` (a fetch when refused; Refused when it names a claim
+    that is not the holder's). A ref the remote cannot take now lags, with a note."""
+    config = config_of(board.store)
+    if config is None:
+        return
+    git = Git(board.store)
+    moved = board.moved_refs
+    assert moved is not None, "move_first runs inside Board._refs_first"
+    for record, holder, forced in moves:
+        uid = record["uid"]
+        try:
+            seen = known(git, config, [uid])[uid]
+            swapped = _swap(git, config, board, record, seen, holder, forced)
+        except Refused as exc:
+            if exc.reason != "claim-ref-garbage":
+                raise
+            board.ref_notes.append(_behind(record, config, exc.message))
+            moved[uid] = "behind"
+            continue
+        except Busy as exc:
+            board.ref_notes.append(_behind(record, config, exc.message))
+            moved[uid] = "behind"
+            continue
+        moved[uid] = _claim_of(record)
+        if swapped is not None:
+            board.ref_undo.append((uid, *swapped))
+
+
+def give_back(board: Board) -> None:
+    """After a change whose refs moved first did not happen: each ref back as it was."""
+    config = config_of(board.store)
+    if config is None:
+        return
+    git = Git(board.store)
+    for uid, ours, previous in reversed(board.ref_undo):
+        with contextlib.suppress(TaskError):
+            restore(git, config, uid, ours, previous)
 
 
 def renew(board: Board, task_id: int, lease: float | None) -> list[Note]:
@@ -1144,3 +1232,23 @@ class ClaimRefs(Authority):
 
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Any]:
         return guard(board, change, moved)
+
+    def first(self, board: Board, run: Any) -> Outcome:
+        """The change runs; when its guard stops it under the lock (PushFirst: a claim ref
+        must move, which takes the network), the refs move with the lock let go and the
+        change runs again. When it does not happen after all, the refs go back."""
+        if config_of(board.store) is None:
+            return run()
+        board.moved_refs, board.ref_undo = {}, []
+        try:
+            for _attempt in range(ATTEMPTS):
+                try:
+                    return run()
+                except PushFirst as first:
+                    move_first(board, first.moves)
+            raise Busy("the claim refs of this change kept moving; try again", "claim-ref-moving")
+        except BaseException:
+            give_back(board)
+            raise
+        finally:
+            board.moved_refs, board.ref_undo = None, []

@@ -275,6 +275,8 @@ class Board:
         self.caller = caller  # checked by every change (check_caller), never by a read
         self.authority = authority
         self.ref_notes: list[Note] = []  # what the authority had to say (claim refs that lag)
+        self.moved_refs: dict[str, Any] | None = None  # claim refs moved before a change took the lock, by uid
+        self.ref_undo: list[tuple[str, str, str | None]] = []  # how to put them back if it does not happen
 
     def local(self) -> Board:
         """This board with claims decided on this clone alone (claim --offline)."""
@@ -526,13 +528,22 @@ class Board:
         check_note(note)
         check_caller(self.caller)
         if patch.status != "completed":
-            return self._follow(_redone(lambda: self._update(task_id, patch, force, note, failed, release, retry)))
+            return self._follow(
+                self._refs_first(lambda: _redone(lambda: self._update(task_id, patch, force, note, failed, release, retry)))
+            )
         from . import gates
 
         def attempt(gate_check: Any) -> Outcome:
-            return _redone(lambda: self._update(task_id, patch, force, note, failed, release, retry, gate_check))
+            return self._refs_first(
+                lambda: _redone(lambda: self._update(task_id, patch, force, note, failed, release, retry, gate_check))
+            )
 
         return self._follow(gates.complete(self, task_id, gate_timeout, attempt))
+
+    def _refs_first(self, run: Callable[[], Outcome]) -> Outcome:
+        """Run a change whose claims the authority may have to move first, with the board
+        lock let go (claims through a remote: no round trip ever holds the lock)."""
+        return self.authority.first(self, run)
 
     def _follow(self, outcome: Outcome) -> Outcome:
         """What the claim authority had to say (claim refs that lag)."""
@@ -671,6 +682,9 @@ class Board:
         others name the seed), so the journal shows it for every one of them."""
         check_note(note)
         self.require_board([task_id])
+        return self._follow(self._refs_first(lambda: self._reopen(task_id, cascade, note)))
+
+    def _reopen(self, task_id: int, cascade: bool, note: str) -> Outcome:
         with self.store.writing() as notes:
             change = self.change()
             record = change.get(task_id)
@@ -695,7 +709,7 @@ class Board:
             outcome.journaled = change.journaled
             outcome.record = change.get(task_id)
         outcome.notes[:0] = notes
-        return self._follow(outcome)
+        return outcome
 
     # -- the journal (taskboard.journal) ------------------------------------------------
 

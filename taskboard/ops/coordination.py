@@ -48,6 +48,11 @@ class Authority:
         anything moved). Raising refuses the change: nothing is written."""
         return [], None
 
+    def first(self, board: Board, run: Callable[[], Outcome]) -> Outcome:
+        """Run a change that may move status or owner: what must happen before it takes
+        the board lock happens here (the claim refs move first, outside the lock)."""
+        return run()
+
 
 LOCAL = Authority()
 
@@ -78,3 +83,6 @@ class Deferred(Authority):
 
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
         return self._it().guard(board, change, moved)
+
+    def first(self, board: Board, run: Callable[[], Outcome]) -> Outcome:
+        return self._it().first(board, run)
