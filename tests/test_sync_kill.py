@@ -205,3 +205,25 @@ def test_no_round_trip_to_the_remote_holds_the_board_lock(fleet, tmp_path):
     assert done.returncode == 0, err
     assert json.loads(out)["status"] == "completed"
     assert [(d["task"], d["state"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [(4, "done")]
+
+
+def test_a_claim_whose_lease_runs_is_honoured_when_a_stash_rewound_its_file(tmp_path):
+    """Issue 19, item 13: `git stash` under a live lease must not hand the task to another."""
+    fleet = Fleet(tmp_path)
+    a = fleet.machine("a", remote=False)
+    for subject in ("Lexer", "Parser", "Docs"):
+        a.tasks("create", subject)
+    a.git("add", "-A")
+    a.git("commit", "-q", "-m", "plan")
+    a.tasks("claim", "3", "--lease", "10m", owner="amy")
+    a.git("stash", "-q", "--include-untracked")  # the claim's file and journal line rewound
+    assert a.records()[3]["status"] == "pending"
+    assert [r["id"] for r in a.json("ready")] == [1, 2]
+    refused = a.tasks("claim", "3", expect=4, owner="bob")
+    assert "held by amy" in refused.stderr and "rewound" in refused.stderr
+    assert a.json("claim", owner="bob")["id"] == 1
+    checked = a.json("check", expect=6)
+    assert [p["task"] for p in checked["problems"]] == [3] and "rewound" in checked["problems"][0]["message"]
+    done = a.json("done", "3", owner="amy")
+    assert (done["status"], done["owner"]) == ("completed", "")
+    assert a.json("check")["ok"] is True

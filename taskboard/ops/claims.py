@@ -88,9 +88,31 @@ class Runtime:
             return claim
         return None
 
+    def rewound(self, record: Record, entry: Entry) -> dict | None:
+        """The claim made on this board whose lease still runs, of a task whose file says
+        pending and was last written before the claim was taken: a checkout or stash put an
+        older file back, and the claim is honoured until the lease ends. A file written since
+        (another writer gave the task back: it keeps the claim's `updatedAt` or sets a later
+        one) wins (DESIGN §13)."""
+        claim = entry.claim
+        if not claim or not self.here(claim) or not claim.get("lease") or entry.expired(self.now):
+            return None
+        if record["status"] != "pending" or not _written_before(record, claim.get("at")):
+            return None
+        return claim
+
     def stale(self, record: Record, entry: Entry) -> bool:
         """Whether the holder's lease on this board ran out (anyone may take the task over)."""
         return self.claim_here(record, entry) is not None and entry.expired(self.now)
+
+
+def _written_before(record: Record, moment: Any) -> bool:
+    """Whether the record's `updatedAt` (second precision, compared as text) names a second
+    before `moment` (seconds since the epoch)."""
+    updated = record.get("updatedAt")
+    if type(updated) is not str or type(moment) not in (int, float):
+        return False
+    return updated < iso(moment)
 
 
 def _where(mark: dict) -> str:
@@ -211,6 +233,15 @@ def refusal_of(change: Change, runtime: Runtime, record: Record, owner: str) -> 
     if status == "deleted":
         return Refused(f"{ref} is deleted")
     refusal = _refusal_elsewhere(record["id"], runtime.elsewhere(entry))
+    rewound = runtime.rewound(record, entry)
+    if refusal is None and rewound is not None and rewound["owner"] != owner:
+        refusal = Refused(
+            f"{ref} is held by {rewound['owner']}, whose claim's lease still runs, though its file says pending "
+            "(a checkout or stash rewound it; see tasks check)",
+            "held-rewound",
+            task=record["id"],
+            holder=rewound["owner"],
+        )
     if refusal is None and status == "completed":
         refusal = Refused(f"{ref} is already completed")
     if refusal is not None or (status == "in_progress" and holder == owner):
@@ -555,7 +586,7 @@ def not_offered(store: Store, records: list[Record]) -> set[int]:
     by_uid = {record["uid"]: record for record in records if is_uid(record.get("uid"))}
     hidden = set()
     for uid, entry in state.entries(set(by_uid)).items():
-        if entry.stuck or runtime.elsewhere(entry) is not None:
+        if entry.stuck or runtime.elsewhere(entry) is not None or runtime.rewound(by_uid[uid], entry):
             hidden.add(by_uid[uid]["id"])
     return hidden
 
@@ -764,11 +795,27 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
         return problems
     records, _ = store.read_all()
     by_uid = {record["uid"]: record for record in records if is_uid(record.get("uid"))}
+    runtime = Runtime(state)
     for uid in sorted(names):
         entry = state.read(uid)
-        stale = _stale_marks(entry, by_uid.get(uid), state.board)
-        if stale == ["claim"] and _ended_by_the_file(by_uid.get(uid)):
-            _drop_claim(state, uid, by_uid.get(uid))
+        record = by_uid.get(uid)
+        rewound = runtime.rewound(record, entry) if record else None
+        if rewound is not None and record is not None:
+            until = iso(entry.expires() or 0)
+            problems.append(
+                Problem(
+                    f"{state.folder}/{uid}.json",
+                    record["id"],
+                    "state",
+                    f"#{record['id']}: its file says pending, but {rewound['owner']} claimed it here and the lease "
+                    f"runs until {until} (a checkout or stash rewound the file): the claim is honoured until "
+                    "then; its holder's done or release ends it",
+                )
+            )
+            continue
+        stale = _stale_marks(entry, record, state.board)
+        if stale == ["claim"] and _ended_by_the_file(record):
+            _drop_claim(state, uid, record)
             continue
         if not stale:
             continue
@@ -799,7 +846,8 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
 def _ended_by_the_file(record: Record | None) -> bool:
     """Whether the task's file ended the claim this board recorded: completed, or given
     back (pending). Another writer did it (DESIGN §13: the s12 family takes no lock and
-    keeps no runtime state), or a checkout put the file back: the file wins."""
+    keeps no runtime state), or a checkout put the file back once the lease ran out (one
+    whose lease still runs is honoured: Runtime.rewound): the file wins."""
     return record is not None and record["status"] in ("completed", "pending")
 
 
