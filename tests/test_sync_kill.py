@@ -227,3 +227,30 @@ def test_a_claim_whose_lease_runs_is_honoured_when_a_stash_rewound_its_file(tmp_
     done = a.json("done", "3", owner="amy")
     assert (done["status"], done["owner"]) == ("completed", "")
     assert a.json("check")["ok"] is True
+
+
+def test_the_journal_follows_tasks_by_uid_across_renumbering(fleet):
+    """Issue 19, item 12: both clones create and complete their own #5 and sync."""
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    for machine, owner in ((a, "amy"), (b, "bob")):
+        machine.tasks("create", f"Made by {owner}")
+        machine.tasks("claim", "5", owner=owner)
+        machine.tasks("done", "5", owner=owner)
+    a.tasks("sync")
+    b.tasks("sync")  # b's #5 moves to #6: it was not pushed yet
+    a.tasks("sync")
+    for machine in (a, b):
+        assert {r["id"]: r["subject"] for r in machine.records().values() if r["id"] > 4} == {
+            5: "Made by amy",
+            6: "Made by bob",
+        }
+        entries = machine.json("log")
+        completed = sorted((e["task"], e["actor"]) for e in entries if e["event"] == "completed")
+        assert completed == [(5, "amy"), (6, "bob")]
+        assert [(e["task"], e["from"]) for e in entries if e["event"] == "renumbered"] == [(6, 5)]  # journaled once
+        for task, owner in ((5, "amy"), (6, "bob")):  # each its own events; the renumbering names both
+            said = [(e["event"], e["actor"]) for e in machine.json("log", str(task))]
+            assert said[:3] == [("created", "root"), ("claimed", owner), ("completed", owner)]
+            assert [event for event, _actor in said[3:]] == ["renumbered"]

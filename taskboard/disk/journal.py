@@ -124,13 +124,17 @@ def new_eid() -> str:
     return os.urandom(8).hex()
 
 
-def entries(events: Iterable[Event], actor: str, at: str) -> list[dict[str, Any]]:
+def entries(events: Iterable[Event], actor: str, at: str, uids: dict[int, Any] | None = None) -> list[dict[str, Any]]:
     """The journal entries of an operation's events: `at`, `actor`, `task`, `event`, the
-    event's particulars, and a fresh `eid`."""
+    event's particulars, the task's `uid` when `uids` knows it (so the entry follows its
+    task when a merge gives it another id), and a fresh `eid`."""
     found = []
     for event in events:
         entry: dict[str, Any] = {"at": at, "actor": actor, "task": event.task, "event": event.what}
         entry.update((key, value) for key, value in event.data.items() if key not in RESERVED)
+        uid = (uids or {}).get(event.task)
+        if isinstance(uid, str) and "uid" not in entry:
+            entry["uid"] = uid
         entry["eid"] = new_eid()
         found.append(entry)
     return found
@@ -274,10 +278,15 @@ def _decode(line: bytes) -> tuple[Any, str]:
     return (None, too_deep) if json_depth(entry) > MAX_META_DEPTH + 1 else (entry, "")
 
 
-def concerns(entry: dict[str, Any], task_id: int) -> bool:
-    """Whether an entry concerns a task: it is the entry's task, or the event names it
-    (an edge's other end, the tasks a cascade reopened, a renumbering's old id)."""
-    if entry.get("task") == task_id:
+def concerns(entry: dict[str, Any], task_id: int, uid: str | None = None) -> bool:
+    """Whether an entry concerns a task: it is the entry's task (by `uid` when both know
+    it: a task a merge renumbered keeps its events, and the one that had its old id
+    does not take them), or the event names it (an edge's other end, the tasks a
+    cascade reopened, a renumbering's old id)."""
+    if uid is not None and isinstance(entry.get("uid"), str):
+        if entry["uid"] == uid:
+            return True
+    elif entry.get("task") == task_id:
         return True
     for key in RELATED_KEYS:
         value = entry.get(key)
@@ -286,9 +295,11 @@ def concerns(entry: dict[str, Any], task_id: int) -> bool:
     return False
 
 
-def read(root: Path, task_id: int | None = None, limit: int | None = None) -> tuple[list[dict], list[Damage]]:
-    """Entries oldest first (optionally only those concerning `task_id`, only the last
-    `limit`), and the damaged lines passed over. With a limit each shard is read
+def read(
+    root: Path, task_id: int | None = None, limit: int | None = None, uid: str | None = None
+) -> tuple[list[dict], list[Damage]]:
+    """Entries oldest first (optionally only those concerning `task_id`, whose uid is
+    `uid`; only the last `limit`), and the damaged lines passed over. With a limit each shard is read
     backwards from its end until it has given that many, so a long journal costs what
     the answer costs."""
     import heapq
@@ -302,14 +313,14 @@ def read(root: Path, task_id: int | None = None, limit: int | None = None) -> tu
                 entry = parse_line(line)
                 if isinstance(entry, str):
                     damaged.append(Damage(name, number, entry))
-                elif task_id is None or concerns(entry, task_id):
+                elif task_id is None or concerns(entry, task_id, uid):
                     found.append(entry)
         elif limit > 0:
             for line in _lines_backwards(root, name, damaged):
                 entry = parse_line(line)
                 if isinstance(entry, str):
                     damaged.append(Damage(name, 0, entry))
-                elif task_id is None or concerns(entry, task_id):
+                elif task_id is None or concerns(entry, task_id, uid):
                     found.append(entry)
                     if len(found) >= limit:
                         break

@@ -231,7 +231,8 @@ class Change:
             from ..disk import journal
 
             actor = journal.actor_of(self.actor)
-            self.journaled = journal.entries(events, actor, journal.stamp())
+            uids = {task_id: record.get("uid") for task_id, record in self.records.items()}
+            self.journaled = journal.entries(events, actor, journal.stamp(), uids)
             appends = {journal.shard_name(actor): journal.encode(self.journaled)}
         new = [file_name(task_id) for task_id, before in self.before.items() if before is None or task_id in restored]
         expect = {
@@ -739,9 +740,12 @@ class Board:
         from ..disk import journal
 
         with self.store.reading() as notes:
+            uid = None
             if task_id is not None:
-                self._existing(task_id)
-            entries, damaged = journal.read(self.store.root, task_id, limit)
+                found = self._existing(task_id)
+                uid = found.get("uid") if found is not None and isinstance(found.get("uid"), str) else None
+            entries, damaged = journal.read(self.store.root, task_id, limit, uid)
+            self._follow_uids(entries)
         outcome = Outcome()
         outcome.journaled = entries
         outcome.notes = notes
@@ -756,6 +760,29 @@ class Board:
                 )
             )
         return outcome
+
+    def _follow_uids(self, entries: list[dict]) -> None:
+        """Each entry names its task by the id the task has now: a merge may have moved it
+        (the entry's uid says which task it was). One read per task named; the whole
+        board only when one moved."""
+        uid_at: dict[int, Any] = {}
+        moved: dict[str, int] | None = None
+        for entry in entries:
+            uid, task_id = entry.get("uid"), entry.get("task")
+            if not isinstance(uid, str) or not isinstance(task_id, int):
+                continue
+            if task_id not in uid_at:
+                try:
+                    uid_at[task_id] = self.store.read(task_id).get("uid")
+                except (NotFound, Corrupt):
+                    uid_at[task_id] = None
+            if uid_at[task_id] == uid:
+                continue
+            if moved is None:
+                records, _damaged = self.store.read_all()
+                moved = {r["uid"]: r["id"] for r in records if isinstance(r.get("uid"), str)}
+            if uid in moved:
+                entry["task"] = moved[uid]
 
     def _existing(self, task_id: int) -> Record | None:
         """The task's record; None when its file exists but cannot be read (what happened
