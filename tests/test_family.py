@@ -279,14 +279,17 @@ def test_a_file_that_stays_empty_is_damage_after_all(run, board_dir):
 # -- finding 5: the file wins over a claim another writer ended ------------------------------------
 
 
+@pytest.mark.parametrize("lease", [[], ["--lease", "10m"]], ids=["no-lease", "live-lease"])
 @pytest.mark.parametrize("ending", ["completed", "pending"])
-def test_a_claim_another_writer_ended_leaves_check_clean(tmp_path, monkeypatch, ending):
+def test_a_claim_another_writer_ended_leaves_check_clean(tmp_path, monkeypatch, ending, lease):
+    """Even under a live lease: a file written since the claim was taken is another
+    writer's word (a rewound one, older than the claim, is not: test_sync_kill)."""
     for key, value in git_env(tmp_path / "home").items():
         monkeypatch.setenv(key, value)
     clone = new_clone(tmp_path / "repo")
     clone.tasks("create", "Write parser")
     clone.tasks("create", "Write checker", "--blocked-by", "1")
-    clone.tasks("--as", "bob", "claim", "1")
+    clone.tasks("--as", "bob", "claim", "1", *lease)
     task = json.loads((clone.board / "task_1.json").read_text())  # the chapter's update: load, set, save
     task["status"] = ending
     if ending == "pending":

@@ -213,6 +213,10 @@ def test_a_claim_whose_lease_runs_is_honoured_when_a_stash_rewound_its_file(tmp_
     a = fleet.machine("a", remote=False)
     for subject in ("Lexer", "Parser", "Docs"):
         a.tasks("create", subject)
+    for path in a.board.glob("task_*.json"):  # the plan was made an hour before the claim
+        task = json.loads(path.read_text())
+        task["createdAt"] = task["updatedAt"] = "2026-01-01T10:00:00Z"
+        path.write_text(json.dumps(task, indent=2, ensure_ascii=False) + "\n")
     a.git("add", "-A")
     a.git("commit", "-q", "-m", "plan")
     a.tasks("claim", "3", "--lease", "10m", owner="amy")
