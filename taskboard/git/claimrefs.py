@@ -1203,7 +1203,11 @@ def _updated(record: Record) -> float:
 class ClaimRefs(Authority):
     """The claim authority of a clone whose claims go through a git remote (`tasks init
     --remote`): the remote's claim refs decide. Without one configured, the board's own
-    rules decide, as LOCAL's."""
+    rules decide, as LOCAL's. `bring_in` syncs a waiter's board when the claim refs say
+    work ended elsewhere (taskboard.git.bring_in; the sync lives above these refs)."""
+
+    def __init__(self, bring_in: Callable[[Board], None] | None = None):
+        self.bring_in = bring_in
 
     def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
         return claim(board, task_id, owner, lease)
@@ -1217,10 +1221,8 @@ class ClaimRefs(Authority):
 
         def fetch() -> None:
             refresh(store)
-            if board is not None and ended_elsewhere(store):
-                from .sync import bring_in
-
-                bring_in(board)
+            if board is not None and self.bring_in is not None and ended_elsewhere(store):
+                self.bring_in(board)
 
         return (POLL, fetch)
 
