@@ -530,7 +530,9 @@ class Board:
         check_caller(self.caller)
         if patch.status != "completed":
             return self._follow(
-                self._refs_first(lambda: _redone(lambda: self._update(task_id, patch, force, note, failed, release, retry)))
+                self._refs_first(
+                    lambda: _redone(lambda: self._update(task_id, patch, force, note, failed, release, retry))
+                )
             )
         from . import gates
 
