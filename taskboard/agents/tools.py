@@ -315,7 +315,9 @@ def _claim(board: Board, args: dict[str, Any], stop: Stop | None = None) -> Repl
     if wait is False:
         outcome = board.claim(args.get("taskId"), owner, lease)
     else:
-        outcome = board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait, stop)
+        from ..git.sync import bring_in
+
+        outcome = board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait, stop, bring_in)
     if stop is not None and stop.is_set():  # won after the caller gave up: nobody would know it holds it
         give_back(board, outcome, owner, stop.reason or "the call was given up")
         raise NotFound(f"stopped waiting: {stop.reason}; what was claimed meanwhile was given back", "stopped")

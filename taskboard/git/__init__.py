@@ -4,7 +4,6 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ..ops.board import Board
     from ..ops.coordination import Authority
 
 
@@ -17,14 +16,6 @@ def claim_authority() -> Authority:
     def claim_refs() -> Authority:
         from .claimrefs import ClaimRefs
 
-        return ClaimRefs(bring_in)
+        return ClaimRefs()
 
     return Deferred(claim_refs)
-
-
-def bring_in(board: Board) -> None:
-    """What a waiter does when the claim refs say work ended on another machine: the board
-    comes in by a sync (taskboard.git.sync.bring_in), loaded only then."""
-    from .sync import bring_in as sync_in
-
-    sync_in(board)

@@ -1203,26 +1203,23 @@ def _updated(record: Record) -> float:
 class ClaimRefs(Authority):
     """The claim authority of a clone whose claims go through a git remote (`tasks init
     --remote`): the remote's claim refs decide. Without one configured, the board's own
-    rules decide, as LOCAL's. `bring_in` syncs a waiter's board when the claim refs say
-    work ended elsewhere (taskboard.git.bring_in; the sync lives above these refs)."""
-
-    def __init__(self, bring_in: Callable[[Board], None] | None = None):
-        self.bring_in = bring_in
+    rules decide, as LOCAL's."""
 
     def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
         return claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store, board: Board | None = None) -> tuple[float, Any] | None:
+    def poll(self, store: Store, board: Board | None = None, catch_up: Any = None) -> tuple[float, Any] | None:
         """The claim refs, every POLL seconds; and when they say an open task here was
-        completed or given back on another machine, the board too (git.sync.bring_in):
-        a completion elsewhere frees dependents here only once the task files say so."""
+        completed or given back on another machine, the board too (`catch_up`: the front
+        end's git.sync.bring_in): a completion elsewhere frees dependents here only once
+        the task files say so."""
         if config_of(store) is None:
             return None
 
         def fetch() -> None:
             refresh(store)
-            if board is not None and self.bring_in is not None and ended_elsewhere(store):
-                self.bring_in(board)
+            if board is not None and catch_up is not None and ended_elsewhere(store):
+                catch_up(board)
 
         return (POLL, fetch)
 

@@ -806,14 +806,17 @@ class Board:
         lease: float | None = None,
         seconds: float | None = None,
         stop: Stop | None = None,
+        catch_up: Callable[[Board], None] | None = None,
     ) -> Outcome:
         """Claim; when nothing is claimable yet but something could still come to owner,
         wait for it (at most `seconds`, or until `stop` is set), holding no lock
         (taskboard.claims); the authority says what to fetch meanwhile (claims through a
-        remote: the claim refs, and the board when they say work ended on another machine)."""
+        remote: the claim refs, and, by `catch_up` (the front end's: git.sync.bring_in),
+        the board when they say work ended on another machine)."""
         from . import claims
 
-        return claims.claim_wait(self, task_id, owner, lease, seconds, self.authority.poll(self.store, self), stop)
+        meanwhile = self.authority.poll(self.store, self, catch_up)
+        return claims.claim_wait(self, task_id, owner, lease, seconds, meanwhile, stop)
 
     def renew(self, task_id: int, lease: float | None = None) -> Outcome:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""

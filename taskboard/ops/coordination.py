@@ -31,8 +31,11 @@ class Authority:
 
         return claims.claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store, board: Board | None = None) -> tuple[float, Callable[[], None]] | None:
-        """While `claim --wait` waits (for `board`): (every how many seconds, what to fetch), or None."""
+    def poll(
+        self, store: Store, board: Board | None = None, catch_up: Callable[[Board], None] | None = None
+    ) -> tuple[float, Callable[[], None]] | None:
+        """While `claim --wait` waits (for `board`): (every how many seconds, what to fetch),
+        or None; `catch_up` brings the board in when work ended elsewhere."""
         return None
 
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
@@ -72,8 +75,10 @@ class Deferred(Authority):
     def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
         return self._it().claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store, board: Board | None = None) -> tuple[float, Callable[[], None]] | None:
-        return self._it().poll(store, board)
+    def poll(
+        self, store: Store, board: Board | None = None, catch_up: Callable[[Board], None] | None = None
+    ) -> tuple[float, Callable[[], None]] | None:
+        return self._it().poll(store, board, catch_up)
 
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
         return self._it().renew(board, task_id, lease)
