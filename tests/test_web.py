@@ -295,6 +295,24 @@ def test_create_from_the_page_is_the_command_lines_change_journaled_with_the_nam
     assert [(entry["actor"], entry["event"]) for entry in log] == [("alice", "created")]
 
 
+def test_a_ready_task_reserved_for_someone_else_offers_no_claim(web, board):
+    """The command line refuses alice's claim of a task reserved for bob: the page offers
+    none (card and task page), while bob's page does."""
+    client, _site = web
+    assert tasks(board, "update", "4", "--owner", "bob").returncode == 0
+    assert tasks(board, "--as", "alice", "claim", "4").returncode == 4
+    for name, offered in (("alice", False), ("bob", True)):
+        client.cookies.clear()
+        client.cookies.set("tasks_name", name)
+        board_page, task_page = client.get("/").text, client.get("/task/4").text
+        assert ('id="claim-4"' in board_page) is offered, name
+        assert ('id="claim-4"' in task_page and 'id="complete-4"' in task_page) is offered, name
+        assert "@bob" in board_page
+    client.cookies.clear()
+    assert 'id="claim-4"' not in client.get("/").text  # no name yet: nobody's reservation is taken by a click
+    assert 'id="claim-4"' in client_for(board, caller="bob")[0].get("/").text  # --as bob at start
+
+
 def test_claim_and_complete_with_script_answer_json(web, board):
     client, site = web
     page = client.get("/").text
