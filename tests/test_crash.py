@@ -14,6 +14,7 @@ to a process looping over completion and reopening.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -115,6 +116,31 @@ def test_kill_during_recovery_then_recovery_again(forks, board_dir, run):
 # -- a real SIGKILL at random instants -------------------------------------------------
 
 
+@contextlib.contextmanager
+def changing(board):
+    """A wait for a change to have begun on the board: its intent file appearing in the
+    scratch folder, as the kernel tells (inotify), however late a loaded machine starts
+    the writer; never a guess at how long that takes."""
+    from taskboard.disk.watch import watcher_for
+
+    scratch = board / ".scratch"
+    scratch.mkdir(exist_ok=True)
+    watcher = watcher_for([str(scratch)])
+    watcher.arm()
+
+    def begun(timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not (scratch / "intent.json").exists():
+            left = deadline - time.monotonic()
+            assert left > 0, "no change began on the board"
+            watcher.wait(left)
+
+    try:
+        yield begun
+    finally:
+        watcher.close()
+
+
 def test_kill_minus_nine_loop_during_completion_and_reopen(forks, board_dir, run):
     rng = random.Random(1129)
     hub_board(board_dir, DEPENDENTS)
@@ -126,10 +152,11 @@ def test_kill_minus_nine_loop_during_completion_and_reopen(forks, board_dir, run
     # at least 12 kills, and on until 3 of them landed mid-change (a kill between two changes
     # proves nothing about recovery); nearly all of the loop's time is inside a change
     while kills < 12 or (mid_change < 3 and kills < 60):
-        pid = forks.ask(loop=loop)["pid"]
-        # where the kill lands; what is asserted does not depend on it. A loaded machine starts
-        # the loop late, so the window widens while no kill has landed inside a change yet.
-        time.sleep(rng.uniform(0.0, 0.25 * (1 + (kills // 12 if mid_change < 3 else 0))))
+        with changing(board_dir) as begun:
+            pid = forks.ask(loop=loop)["pid"]
+            begun(60.0)  # the loop is inside a change however loaded the machine is (its intent is written)
+        # where in the change the kill lands, at random; what is asserted does not depend on it
+        time.sleep(rng.uniform(0.0, 0.05))
         os.kill(pid, signal.SIGKILL)
         assert forks.ask(reap=pid) == {"signal": signal.SIGKILL}
         kills += 1
