@@ -131,8 +131,13 @@ def quick_trust(monkeypatch):
 
 
 def settle() -> None:
-    """Let every file on the board age past the racy window, so the cache may keep it."""
-    time.sleep(TEST_RACY_NS / 1e9 * 1.5)
+    """Wait until every file on the board has aged past the racy window, so the cache may
+    keep it. The condition is the clock itself: every file written so far has a ctime
+    before now, and the index trusts a file only once its ctime is TEST_RACY_NS older than
+    the clock when a read begins (a ctime cannot be set back, so time must pass)."""
+    aged = time.time_ns() + TEST_RACY_NS + 1
+    while (left := aged - time.time_ns()) > 0:
+        time.sleep(left / 1e9)
 
 
 def cache_index(board: Path) -> Path:

@@ -150,12 +150,21 @@ def releases(run) -> list[dict]:
     return [event for event in run.json("log") if event["event"] == "released"]
 
 
-def given_back(run, timeout: float = 10) -> tuple[dict, str]:
-    """The one release the journal holds, once it holds one, and the note kept with it."""
-    deadline = time.monotonic() + timeout
-    while not releases(run):
-        assert time.monotonic() < deadline, "nothing was given back"
-        time.sleep(0.01)  # polling a real condition
+def given_back(run, timeout: float = 30) -> tuple[dict, str]:
+    """The one release the journal holds, once it holds one, and the note kept with it:
+    looked for again each time the kernel says the journal folder changed (inotify)."""
+    from taskboard.disk.watch import watcher_for
+
+    watcher = watcher_for([str(run.board_dir / "journal")])
+    try:
+        watcher.arm()  # armed before the first look: a release written meanwhile wakes the wait
+        deadline = time.monotonic() + timeout
+        while not releases(run):
+            left = deadline - time.monotonic()
+            assert left > 0, "nothing was given back"
+            watcher.wait(left)
+    finally:
+        watcher.close()
     events = run.json("log")
     [at] = [index for index, event in enumerate(events) if event["event"] == "released"]
     note = events[at + 1]
