@@ -18,6 +18,7 @@ from taskboard.core.errors import NotFound, Refused
 from taskboard.core.model import Patch
 from taskboard.disk.store import Store
 from taskboard.ops.board import Board
+from taskboard.ops.query import Query
 
 
 def rec(task_id, status="pending", blocked_by=(), blocks=()):
@@ -235,7 +236,7 @@ class BoardModel(RuleBasedStateMachine):
         if not self.status:
             return
         listing = self.board.listing()
-        ready = [r["id"] for r in self.board.select(listing, ready=True)]
+        ready = [r["id"] for r in self.board.select(listing, Query(ready=True))]
         assert ready == [t for t in sorted(self.status) if self.ready(t)]
 
     @invariant()

@@ -896,7 +896,7 @@ def _forge_cache(board: Path, name: str, payload: object | bytes) -> None:
     import marshal
     import zlib
 
-    from taskboard.disk.index import FORMAT
+    from taskboard.disk.cache import FORMAT
 
     body = payload if isinstance(payload, bytes) else marshal.dumps(payload)
     path = board / ".cache" / name

@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from invariants import record, write_board
 from worker import call
 
-from taskboard.disk import index
+from taskboard.disk import cache, index
 
 OPEN = ("pending", "in_progress")
 STATUSES = ("pending", "in_progress", "completed", "deleted")
@@ -215,7 +215,7 @@ def test_a_folder_changed_within_the_racy_window_is_listed_again(board_dir, monk
     (board_dir / "task_7.json").write_text(json.dumps(record(7), indent=2) + "\n")
     for _ in range(2):
         assert_reads_agree(board_dir)
-        saved = index.Cache(str(board_dir)).load_index()
+        saved = cache.Cache(str(board_dir)).load_index()
         assert saved is not None and saved["folder"] is None, "a folder this new is never vouched for"
 
 
@@ -255,7 +255,7 @@ def _fine_grained(board: Path) -> bool:
     probe.mkdir(exist_ok=True)
     fd = os.open(probe, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        return index._fine_grained(fd)
+        return cache.fine_grained(fd)
     finally:
         os.close(fd)
 
@@ -269,7 +269,7 @@ def test_create_takes_the_next_id_from_the_last_writer_and_sees_every_file_that_
     assert _created(board_dir) == 3
     recorded = _fine_grained(board_dir)  # true on Linux 6.13+ (ext4, xfs, btrfs, tmpfs)
     assert _lists_the_board(board_dir) is not recorded, "an unchanged folder is not listed again"
-    assert (board_dir / ".cache" / index.LAST_NAME).is_file() is recorded
+    assert (board_dir / ".cache" / cache.LAST_NAME).is_file() is recorded
     (board_dir / "task_9.json").write_text(json.dumps(record(9), indent=2) + "\n")
     assert _created(board_dir) == 10
     temp = board_dir / ".task_20.json.swp"
@@ -289,7 +289,7 @@ def test_an_update_passes_the_record_on_and_a_damaged_record_is_ignored(board_di
     assert _created(board_dir) == 3
     assert call(["--dir", str(board_dir), "update", "1", "--status", "completed"])["exit"] == 0
     assert _lists_the_board(board_dir) is not _fine_grained(board_dir), "a change that made no file passes it on"
-    (board_dir / ".cache" / index.LAST_NAME).write_bytes(b"garbage")
+    (board_dir / ".cache" / cache.LAST_NAME).write_bytes(b"garbage")
     assert _lists_the_board(board_dir)
     assert _created(board_dir) == 6
 
@@ -298,10 +298,10 @@ def test_no_record_where_a_change_after_a_stat_can_keep_the_ctime(board_dir, mon
     """A coarse clock (no multigrain timestamps): a file copied in just after a create
     could leave the folder's ctime as that create saw it, so nothing is recorded and
     every create lists the folder."""
-    monkeypatch.setattr(index, "_fine_grained", lambda folder: False)
+    monkeypatch.setattr(cache, "fine_grained", lambda folder: False)
     write_board(board_dir, [record(1)])
     assert _created(board_dir) == 2
-    assert not (board_dir / ".cache" / index.LAST_NAME).exists()
+    assert not (board_dir / ".cache" / cache.LAST_NAME).exists()
     assert _lists_the_board(board_dir)
 
 
@@ -323,7 +323,7 @@ def test_the_changed_entries_are_found_a_block_at_a_time_exactly_as_one_by_one(s
     assert index._changed(now, then, now_too, then_too) == [
         i for i in range(size) if now[i] != then[i] or now_too[i] != then_too[i]
     ]
-    kinds = bytearray(index.UNSURE if i in unsure else index.KINDS["pending"] for i in range(size))
+    kinds = bytearray(cache.UNSURE if i in unsure else cache.KINDS["pending"] for i in range(size))
     assert index._unsure(kinds) == sorted(i for i in unsure if i < size)
 
 
@@ -391,13 +391,13 @@ def test_a_damaged_cache_is_rebuilt_silently(board_dir, tmp_path, damage):
     elif damage == "empty":
         path.write_bytes(b"")
     elif damage == "other version":
-        path.write_bytes(data.replace(index.FORMAT, b"taskboard cache 0\n", 1))  # an older layout
+        path.write_bytes(data.replace(cache.FORMAT, b"taskboard cache 0\n", 1))  # an older layout
     elif damage == "valid but wrong shape":
         import marshal
         import zlib
 
         payload = marshal.dumps({"ids": 5, "names": None})
-        path.write_bytes(index.FORMAT + zlib.crc32(payload).to_bytes(4, "big") + payload)
+        path.write_bytes(cache.FORMAT + zlib.crc32(payload).to_bytes(4, "big") + payload)
     elif damage == "a folder":
         path.unlink()
         path.mkdir()
@@ -495,7 +495,7 @@ def test_a_cache_write_killed_at_any_stage_leaves_reads_right(board_dir, stage):
     temps = [name for name in os.listdir(board_dir / ".cache") if name.endswith(".tmp")]
     assert bool(temps) == (stage != "renamed"), temps
     for temp in temps:  # a writer that died a while ago: its temporary file is swept by the next writer
-        past = time.time_ns() - index.STRAY_NS - 10**9
+        past = time.time_ns() - cache.STRAY_NS - 10**9
         os.utime(board_dir / ".cache" / temp, ns=(past, past))
     (board_dir / "task_5.json").write_text(json.dumps(record(5, subject="after the kill"), indent=2) + "\n")
     for _ in range(2):

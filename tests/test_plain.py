@@ -1,4 +1,4 @@
-"""`tasks get ID` piped prints taskboard.views.plain's text, without rich (render.task_view
+"""`tasks get ID` piped prints taskboard.views.plain's text, without rich (render.task.task_view
 in plain mode draws the same text): it fits the width and says everything, for every
 kind of task."""
 
@@ -8,7 +8,9 @@ from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from taskboard.views import plain, render
+from taskboard.views import plain
+from taskboard.views.render import common as common_views
+from taskboard.views.render import task as task_views
 
 NOW = 1_800_000_000.0
 STAMP = "2026-11-29T18:03:11Z"
@@ -107,7 +109,10 @@ def test_the_plain_view_fits_its_width_and_says_everything(task, width):
     if events:
         assert ("last events" if len(events) > 5 else "events") in lines
     # render draws the same text in plain mode
-    assert render.plain_text(render.task_view(record, neighbours, plain=True, facts=facts, now=NOW), width) == text
+    assert (
+        common_views.plain_text(task_views.task_view(record, neighbours, plain=True, facts=facts, now=NOW), width)
+        == text
+    )
 
 
 def test_fold_breaks_between_words_and_cuts_long_ones():
@@ -128,12 +133,12 @@ def test_the_colour_view_and_the_plain_text_show_the_same_rows(task):
 
     record, neighbours, facts = task
     out = Console(file=io.StringIO(), width=400, no_color=True, color_system=None, highlight=False, markup=False)
-    out.print(render.task_view(record, neighbours, plain=False, facts=facts, now=NOW))
+    out.print(task_views.task_view(record, neighbours, plain=False, facts=facts, now=NOW))
     inside = [line.strip()[1:-1].rstrip() for line in out.file.getvalue().splitlines()[1:-1]]  # the panel's body
     inside = [line[1:] if line.startswith(" ") else line for line in inside]  # its left padding
     # what only colour shows differently: a dash for nothing, a state's symbol for its marker
     marker = {"blocked": "[ ]", "ready": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
-    swaps = [("—", "-")] + [(symbol, marker[key]) for key, symbol in render.SYMBOLS.items()]
+    swaps = [("—", "-")] + [(symbol, marker[key]) for key, symbol in common_views.SYMBOLS.items()]
     for old, new in swaps:
         inside = [line.replace(old, new) for line in inside]
     body = plain.task_text(record, neighbours, facts, NOW, 396).splitlines()[1:]  # after the task's line

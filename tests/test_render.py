@@ -24,7 +24,15 @@ from taskboard.core import graph
 from taskboard.core.model import MARKERS, Patch, encode, file_name, new_record
 from taskboard.disk.store import Store
 from taskboard.ops.board import Board
-from taskboard.views import render
+from taskboard.ops.query import Query
+from taskboard.views import viewmodel
+from taskboard.views.render import board as board_views
+from taskboard.views.render import common as common_views
+from taskboard.views.render import graph as graph_views
+from taskboard.views.render import svg as svg_views
+from taskboard.views.render import task as task_views
+from taskboard.views.render import tasklist as tasklist_views
+from taskboard.views.render import watch as watch_views
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
 WIDTHS = (40, 80, 160)
@@ -317,8 +325,8 @@ def records_of(board: Board) -> list[dict]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_list_shows_every_task_once_in_order_with_the_summary(sample, width):
     listing = sample.listing()
-    chosen = sample.select(listing)
-    text = draw(render.list_view(chosen, listing), width)
+    chosen = sample.select(listing, Query())
+    text = draw(tasklist_views.list_view(chosen, listing), width)
     assert fits(text, width)
     rows = [int(m.group(1)) for m in re.finditer(r"^\s*#(\d+)\s", text, re.M)]
     assert rows == [r["id"] for r in listing.records if r["status"] != "deleted"] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12]
@@ -329,8 +337,11 @@ def test_list_shows_every_task_once_in_order_with_the_summary(sample, width):
 
 def test_list_subjects_run_on_over_empty_cells_and_use_wide_terminals(sample):
     listing = sample.listing()
-    chosen = sample.select(listing)
-    narrow, wide = draw(render.list_view(chosen, listing), 80), draw(render.list_view(chosen, listing), 160)
+    chosen = sample.select(listing, Query())
+    narrow, wide = (
+        draw(tasklist_views.list_view(chosen, listing), 80),
+        draw(tasklist_views.list_view(chosen, listing), 160),
+    )
     assert "Update the deployment docs for the new variables" in wide
     # at 80 the subject column is narrower, but #8 has no owner and no blocker: its subject
     # runs on over those empty cells, up to its unlocks count
@@ -347,7 +358,7 @@ def test_list_subjects_run_on_over_empty_cells_and_use_wide_terminals(sample):
 
 def test_list_counts_what_each_pending_task_unlocks(sample):
     listing = sample.listing()
-    text = draw(render.list_view(sample.select(listing), listing), 160)
+    text = draw(tasklist_views.list_view(sample.select(listing, Query()), listing), 160)
     header = next(line for line in text.splitlines() if "unlocks" in line)
     end = header.index("unlocks") + len("unlocks")
     for record in listing.records:
@@ -362,14 +373,14 @@ def test_list_counts_what_each_pending_task_unlocks(sample):
 
 def test_list_filtered_says_how_many_are_shown(sample):
     listing = sample.listing()
-    text = flat(draw(render.list_view(sample.select(listing, ready=True), listing), 120))
+    text = flat(draw(tasklist_views.list_view(sample.select(listing, Query(ready=True)), listing), 120))
     assert expected_summary(listing.records) + " (2 shown)" in text
-    assert flat(draw(render.list_view([], listing), 80)).startswith("no tasks to show")
+    assert flat(draw(tasklist_views.list_view([], listing), 80)).startswith("no tasks to show")
 
 
 def test_plain_lines_are_exactly_marker_id_and_subject(odd):
     listing = odd.listing()
-    lines = render.plain_lines(listing.records, listing)
+    lines = tasklist_views.plain_lines(listing.records, listing)
     assert lines == [f"{MARKERS[r['status']]} #{r['id']}: {r['subject']}" for r in listing.records]
     assert lines[:2] == ["[ ] #1: Fix [red] parsing", "[ ] #2: close [/] tag"]
     assert any(LONG_SUBJECT in line for line in lines)  # never cut, never wrapped
@@ -377,7 +388,7 @@ def test_plain_lines_are_exactly_marker_id_and_subject(odd):
 
 def test_show_list_plain_writes_lines_to_stdout_and_the_summary_to_stderr(sample, capsys):
     listing = sample.listing()
-    render.show_list(sample.select(listing), listing, plain=True)
+    tasklist_views.show_list(sample.select(listing, Query()), listing, plain=True)
     out, err = capsys.readouterr()
     assert [line[:7] for line in out.splitlines()][:3] == ["[x] #1:", "[>] #2:", "[x] #3:"]
     assert len(out.splitlines()) == 11
@@ -423,7 +434,7 @@ def test_json_paths_never_import_rich(tmp_path):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_board_puts_every_card_in_its_column(sample, width):
     listing = sample.listing()
-    text = draw(render.board_view(listing), width)
+    text = draw(board_views.board_view(listing), width)
     assert fits(text, width)
     assert board_columns(text) == expected_columns(listing.records)
     assert "#10" not in text  # deleted: hidden
@@ -433,17 +444,17 @@ def test_board_puts_every_card_in_its_column(sample, width):
 
 
 def test_board_cards_show_owner_and_what_blocks_them(sample):
-    text = draw(render.board_view(sample.listing()), 160)
+    text = draw(board_views.board_view(sample.listing()), 160)
     assert "waits on #4, #5, #6" in text
     assert "@codex-agent-2" in text and "@bob" in text
-    plain = draw(render.board_view(sample.listing(), plain=True), 100, colour=False)
+    plain = draw(board_views.board_view(sample.listing(), plain=True), 100, colour=False)
     assert board_columns(plain) == expected_columns(sample.listing().records)
     assert "[ ] #7 Remove" in plain and "[>] #2 Write" in plain and ESCAPE not in plain
 
 
 def test_show_board_writes_an_svg_picture(sample, tmp_path, capsys):
     picture = tmp_path / "board.svg"
-    render.show_board(sample.listing(), plain=True, svg=str(picture))
+    board_views.show_board(sample.listing(), plain=True, svg=str(picture))
     out, err = capsys.readouterr()
     assert ESCAPE not in out and "Blocked (5)" in out
     assert err.strip() == expected_summary(sample.listing().records)
@@ -453,7 +464,7 @@ def test_show_board_writes_an_svg_picture(sample, tmp_path, capsys):
     assert svg_lines(svg) == [
         "$ tasks board",
         "",
-        *without_frames(draw(render.board_view(sample.listing()), render.SVG_WIDTH)),
+        *without_frames(draw(board_views.board_view(sample.listing()), common_views.SVG_WIDTH)),
     ]
     fills = set(re.findall(r'<text [^>]*fill="(#[0-9a-f]{6})"', svg))
     assert len(fills) >= 5  # coloured even though stdout was plain
@@ -471,17 +482,17 @@ def without_frames(text: str) -> list[str]:
 
 
 def svg_lines(svg: str) -> list[str]:
-    """The text of an SVG from render.svg_picture put back on its character grid, each
+    """The text of an SVG from svg_views.svg_picture put back on its character grid, each
     glyph at the cell its own x and y name: if the picture relied on the font's advances
     instead, this would not give back the terminal's lines."""
     root = ElementTree.fromstring(svg)  # also: the document is well-formed XML
     cells: dict[int, dict[int, str]] = {}
     for text in root.iter("{http://www.w3.org/2000/svg}text"):
         xs = [float(x) for x in text.get("x", "").split()]
-        row = (float(text.get("y", "")) - render.SVG_MARGIN - render.SVG_BASELINE) / render.SVG_LINE
+        row = (float(text.get("y", "")) - svg_views.SVG_MARGIN - svg_views.SVG_BASELINE) / svg_views.SVG_LINE
         assert row == int(row) and len(xs) == len(text.text or "")
         for x, char in zip(xs, text.text or "", strict=True):
-            column = (x - render.SVG_MARGIN) / render.SVG_CELL
+            column = (x - svg_views.SVG_MARGIN) / svg_views.SVG_CELL
             assert abs(column - round(column)) < 1e-6
             cells.setdefault(int(row), {})[round(column)] = char
     lines = []
@@ -499,7 +510,7 @@ def svg_lines(svg: str) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 def test_task_panel_shows_every_field_and_its_neighbours(sample, width):
     record, neighbours = with_neighbours(sample, 7)
-    text = flat(draw(render.task_view(record, neighbours), width))
+    text = flat(draw(task_views.task_view(record, neighbours), width))
     assert "#7" in text and "blocked" in text
     for other in (4, 5, 6, 9, 11):
         assert f"#{other}" in text
@@ -508,19 +519,19 @@ def test_task_panel_shows_every_field_and_its_neighbours(sample, width):
         assert "#4 Port CLI entry points to Settings blocked" in text  # its own blocker #2 is open
         assert "2026-11-29T19:50:51Z" in text and record["uid"] in text
     record, neighbours = with_neighbours(sample, 12)
-    text = flat(draw(render.task_view(record, neighbours), 160))
+    text = flat(draw(task_views.task_view(record, neighbours), 160))
     assert "Fix [red] markup in the settings banner" in text and "labels ui, bug" in text and "metadata" not in text
     assert "bob" in text
 
 
 def test_task_panel_plain_starts_like_a_list_line(sample):
     record, neighbours = with_neighbours(sample, 2)
-    text = draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
+    text = draw(task_views.task_view(record, neighbours, plain=True), 80, colour=False)
     assert text.startswith("[>] #2: Write characterisation tests for config parsing")
     assert "[ ] #4 Port CLI" in text and ESCAPE not in text
     assert "grep" not in text  # #1's description is not #2's
     record, neighbours = with_neighbours(sample, 1)
-    assert "grep for load_config" in draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
+    assert "grep for load_config" in draw(task_views.task_view(record, neighbours, plain=True), 80, colour=False)
 
 
 # -- graph -----------------------------------------------------------------------------
@@ -530,12 +541,12 @@ def test_task_panel_plain_starts_like_a_list_line(sample):
 def test_graph_tree_shows_every_task_with_its_status(sample, width):
     listing = sample.listing()
     records = [r for r in listing.records if r["status"] != "deleted"]
-    text = draw(render.graph_view(records, graph.edges(records), listing.lookup), width)
+    text = draw(graph_views.graph_view(records, graph.edges(records), listing.lookup), width)
     assert fits(text, width)
     ids = {int(m) for m in re.findall(r"[✔◐○⊘] #(\d+)", text)}
     assert ids == {r["id"] for r in records}
     assert re.search(r"◐ #2 ", text) and re.search(r"✔ #1 ", text) and re.search(r"○ #8 ", text)
-    plain = draw(render.graph_view(records, graph.edges(records), listing.lookup, plain=True), width, colour=False)
+    plain = draw(graph_views.graph_view(records, graph.edges(records), listing.lookup, plain=True), width, colour=False)
     assert {int(m) for m in re.findall(r"\[.\] #(\d+)", plain)} == ids
 
 
@@ -594,8 +605,8 @@ def test_graph_cli_formats_and_svg(sample, run, board_dir, tmp_path):
     picture = tmp_path / "graph.svg"
     run("graph", "--svg", str(picture))
     listing = sample.listing()
-    view = render.graph_view(records, graph.edges(records), listing.lookup)
-    assert svg_lines(picture.read_text())[2:] == without_frames(draw(view, render.SVG_WIDTH))
+    view = graph_views.graph_view(records, graph.edges(records), listing.lookup)
+    assert svg_lines(picture.read_text())[2:] == without_frames(draw(view, common_views.SVG_WIDTH))
 
 
 # -- edge cases ------------------------------------------------------------------------
@@ -606,15 +617,15 @@ def test_empty_board_renders_every_view(tmp_path, width):
     board = Board(Store(tmp_path / "nothing"))
     listing = board.listing()
     summary = "0 tasks · 0 ready · 0 in progress · 0 blocked · 0 done"
-    assert summary in flat(draw(render.list_view([], listing), width))
-    board_text = draw(render.board_view(listing), width)
+    assert summary in flat(draw(tasklist_views.list_view([], listing), width))
+    board_text = draw(board_views.board_view(listing), width)
     assert summary in flat(board_text) and "Blocked (0)" in board_text and "Done (0)" in board_text
-    assert "0 tasks · 0 edges" in draw(render.graph_view([], [], listing.lookup), width)
+    assert "0 tasks · 0 edges" in draw(graph_views.graph_view([], [], listing.lookup), width)
     from taskboard.views import viewmodel as views
 
     assert parse_dot(views.to_dot([], [], listing.lookup)) == ({}, [])
     assert views.to_mermaid([], [], listing.lookup) == "flowchart LR\n"
-    assert render.plain_lines([], listing) == []
+    assert tasklist_views.plain_lines([], listing) == []
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -622,9 +633,9 @@ def test_markup_wide_and_long_subjects_are_shown_as_typed(odd, width):
     listing = odd.listing()
     records = listing.records
     views = {
-        "list": render.list_view(records, listing),
-        "board": render.board_view(listing),
-        "graph": render.graph_view(records, graph.edges(records), listing.lookup),
+        "list": tasklist_views.list_view(records, listing),
+        "board": board_views.board_view(listing),
+        "graph": graph_views.graph_view(records, graph.edges(records), listing.lookup),
     }
     for name, view in views.items():
         text = draw(view, width)
@@ -640,14 +651,14 @@ def test_markup_wide_and_long_subjects_are_shown_as_typed(odd, width):
     long_row = next(line for line in list_80.splitlines() if "Refactor" in line)
     assert "…" in long_row and "END" not in long_row
     record, neighbours = with_neighbours(odd, 1)
-    panel = flat(draw(render.task_view(record, neighbours), width))
+    panel = flat(draw(task_views.task_view(record, neighbours), width))
     assert "[blue]eve" in panel.replace(" ", "") or width < 80
     if width == 160:
         assert "[red]not red[/red] and [/]" in panel and "[bold]x" in panel and "labels [ui]" in panel
 
 
 def test_board_card_caps_a_very_long_subject(odd):
-    text = flat(draw(render.board_view(odd.listing()), 160))
+    text = flat(draw(board_views.board_view(odd.listing()), 160))
     assert "Refactor the very long subject" in text and "END" not in text and "…" in text
 
 
@@ -656,23 +667,23 @@ def test_thousand_tasks_every_view(big):
     records = listing.records
     live = [r for r in records if r["status"] != "deleted"]
     assert len(records) == 1000
-    text = draw(render.list_view(big.select(listing), listing), 80)
+    text = draw(tasklist_views.list_view(big.select(listing, Query()), listing), 80)
     assert [int(m) for m in re.findall(r"^\s*#(\d+)\s", text, re.M)] == [r["id"] for r in live]
     assert expected_summary(records) in flat(text)
     for width in (40, 160):
-        assert board_columns(draw(render.board_view(listing, every=True), width)) == expected_columns(records)
+        assert board_columns(draw(board_views.board_view(listing, every=True), width)) == expected_columns(records)
         # without --all, Done shows the most recently finished few and counts the rest
-        collapsed = draw(render.board_view(listing), width)
+        collapsed = draw(board_views.board_view(listing), width)
         done = sorted((r for r in records if r["status"] == "completed"), key=lambda r: (r["updatedAt"], r["id"]))
-        recent = {r["id"] for r in done[-render.DONE_FEW :]}
+        recent = {r["id"] for r in done[-common_views.DONE_FEW :]}
         assert {i for i, column in board_columns(collapsed).items() if column == "Done"} == recent
-        assert f"+{300 - render.DONE_FEW} more" in collapsed and "Done (300)" in collapsed
-        assert f"{300 - render.DONE_FEW} more cards: tasks board --all" in collapsed
+        assert f"+{300 - common_views.DONE_FEW} more" in collapsed and "Done (300)" in collapsed
+        assert f"{300 - common_views.DONE_FEW} more cards: tasks board --all" in collapsed
     for width in (40,):  # the narrowest is the hard one: deep chains continue as new roots
-        tree = draw(render.graph_view(live, graph.edges(live), listing.lookup), width)
+        tree = draw(graph_views.graph_view(live, graph.edges(live), listing.lookup), width)
         assert fits(tree, width)
         assert {int(m) for m in re.findall(r"[✔◐○⊘] #(\d+)", tree)} == {r["id"] for r in live}
-    unlocks = render.views.unlocks(records)
+    unlocks = viewmodel.unlocks(records)
     for task_id in (301, 326, 350, 999):
         assert unlocks.get(task_id, 0) == expected_unlocks(records, task_id)
 
@@ -700,7 +711,7 @@ def test_watch_redraws_when_a_file_changes_and_stops_on_ctrl_c(sample, plain):
         elif len(naps) == 3:
             raise KeyboardInterrupt
 
-    render.watch_board(sample, plain=plain, out=out, sleep=nap)  # returns: Ctrl-C ends it cleanly
+    watch_views.watch_board(sample, plain=plain, out=out, sleep=nap)  # returns: Ctrl-C ends it cleanly
     text = out.export_text()
     assert naps == [0.5, 0.5, 0.5]
     assert "Appeared while watching" in text and "#13" in text
@@ -752,20 +763,20 @@ def graph_text(board: Board, width: int, plain: bool = False) -> str:
 def graph_drawn(board: Board, width: int, plain: bool = False) -> str:
     listing = board.listing()
     live = [r for r in listing.records if r["status"] != "deleted"]
-    return draw(render.graph_view(live, graph.edges(live), listing.lookup, plain=plain), width, colour=not plain)
+    return draw(graph_views.graph_view(live, graph.edges(live), listing.lookup, plain=plain), width, colour=not plain)
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_task_panel_keeps_the_whole_subject_in_its_body(sample, odd, width):
     record, neighbours = with_neighbours(sample, 7)
-    text = draw(render.task_view(record, neighbours), width)
+    text = draw(task_views.task_view(record, neighbours), width)
     assert fits(text, width)
     title = text.splitlines()[0]
     assert "#7 · blocked" in title and "Remove" not in title  # the title is short and always fits
     assert "Remove the legacy loader and settings.ini" in flat(text.replace("│", " "))
     long_id = next(r["id"] for r in odd.listing().records if r["subject"] == LONG_SUBJECT)
     record, neighbours = with_neighbours(odd, long_id)
-    text = draw(render.task_view(record, neighbours), width)
+    text = draw(task_views.task_view(record, neighbours), width)
     assert fits(text, width) and flat(LONG_SUBJECT) in flat(text.replace("│", " "))
 
 
@@ -840,7 +851,7 @@ def test_graph_cut_for_depth_keeps_ids_and_says_where_roots_come_from(tmp_path, 
 def test_graph_focus_continues_upstream_with_before(tmp_path):
     board = write_board(tmp_path / "chain", chain_records(30))
     listing = board.listing()
-    text = draw(render.graph_view(listing.records, graph.edges(listing.records), listing.lookup, focus=30), 40)
+    text = draw(graph_views.graph_view(listing.records, graph.edges(listing.records), listing.lookup, focus=30), 40)
     waits = text.split("unlocks")[0]
     assert re.search(r"#\d+ \(before #\d+\)", waits) and "after" not in waits
     assert {int(m) for m in re.findall(r"#(\d+)", waits)} == set(range(1, 31))
@@ -849,7 +860,7 @@ def test_graph_focus_continues_upstream_with_before(tmp_path):
 @pytest.mark.parametrize("width", (40, 100))
 def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width):
     height = 24
-    text = draw(render.watch_view(big, fit=True), width, height=height)
+    text = draw(watch_views.watch_view(big, fit=True), width, height=height)
     lines = text.rstrip("\n").splitlines()
     assert len(lines) <= height and fits(text, width)
     assert flat(lines[0] + "\n" + lines[1]).startswith(expected_summary(records_of(big)))
@@ -863,10 +874,10 @@ def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width
     assert len(drawn) + sum(shown_more) == len(expected)  # every card drawn or counted
     assert all(expected[task_id] == column for task_id, column in drawn.items())
     # a board that fits is drawn whole, and a view without fit never caps
-    small = draw(render.watch_view(sample, fit=True), 160, height=60)
+    small = draw(watch_views.watch_view(sample, fit=True), 160, height=60)
     assert "more" not in small and board_columns(small) == expected_columns(records_of(sample))
     # without fit only Done is collapsed
-    assert re.findall(r"\+(\d+) more", draw(render.watch_view(big), 100)) == [str(300 - render.DONE_FEW)]
+    assert re.findall(r"\+(\d+) more", draw(watch_views.watch_view(big), 100)) == [str(300 - common_views.DONE_FEW)]
 
 
 def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):
@@ -901,18 +912,18 @@ def test_board_watch_refuses_svg_and_json(sample, tmp_path):
 
 def test_list_all_summary_adds_up(sample, capsys):
     listing = sample.listing()
-    everything = sample.select(listing, include_deleted=True)
+    everything = sample.select(listing, Query(include_deleted=True))
     assert len(everything) == 12
-    text = flat(draw(render.list_view(everything, listing), 160))
+    text = flat(draw(tasklist_views.list_view(everything, listing), 160))
     assert "12 tasks · 2 ready · 2 in progress · 5 blocked · 2 done · 1 deleted" in text and "shown" not in text
-    render.show_list(everything, listing, plain=True)
+    tasklist_views.show_list(everything, listing, plain=True)
     summary = capsys.readouterr().err.strip()
     total, *parts = [int(n) for n in re.findall(r"(\d+) ", summary)]
     assert total == sum(parts) == len(everything) and "shown" not in summary
-    only_deleted = sample.select(listing, statuses=["deleted"])
-    assert flat(draw(render.list_view(only_deleted, listing), 160)).endswith("1 deleted (1 shown)")
-    live = sample.select(listing)
-    assert "shown" not in flat(draw(render.list_view(live, listing), 160))
+    only_deleted = sample.select(listing, Query(["deleted"]))
+    assert flat(draw(tasklist_views.list_view(only_deleted, listing), 160)).endswith("1 deleted (1 shown)")
+    live = sample.select(listing, Query())
+    assert "shown" not in flat(draw(tasklist_views.list_view(live, listing), 160))
 
 
 def test_plain_views_are_ascii_without_trailing_spaces(tmp_path):
@@ -938,7 +949,7 @@ def test_plain_views_are_ascii_without_trailing_spaces(tmp_path):
 
 def test_plain_get_and_graph_use_ascii_guides(sample):
     record, neighbours = with_neighbours(sample, 2)
-    text = draw(render.task_view(record, neighbours, plain=True), 80, colour=False)
+    text = draw(task_views.task_view(record, neighbours, plain=True), 80, colour=False)
     assert "blocked by  -" in text and "—" not in text
     plain = graph_text(sample, 80, plain=True)
     assert plain.isascii() and "+-- [x] #1 " in plain and "|   " in plain

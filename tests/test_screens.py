@@ -38,7 +38,13 @@ from taskboard.core import graph
 from taskboard.core.model import new_record
 from taskboard.disk.store import Store
 from taskboard.ops.board import Board
-from taskboard.views import render
+from taskboard.ops.query import Query
+from taskboard.views.render import board as board_views
+from taskboard.views.render import common as common_views
+from taskboard.views.render import graph as graph_views
+from taskboard.views.render import task as task_views
+from taskboard.views.render import tasklist as tasklist_views
+from taskboard.views.render import watch as watch_views
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WIDTHS = (40, 80, 160)
@@ -180,16 +186,16 @@ def unframed(text: str) -> str:
 def view_of(name: str, board: Board, facts: dict, plain: bool, height: int | None = None):
     listing = board.listing()
     if name == "list":
-        return render.list_view(board.select(listing), listing, plain, facts, NOW)
+        return tasklist_views.list_view(board.select(listing, Query()), listing, plain, facts, NOW)
     if name == "ready":
-        return render.list_view(board.select(listing, ready=True), listing, plain, facts, NOW)
+        return tasklist_views.list_view(board.select(listing, Query(ready=True)), listing, plain, facts, NOW)
     if name == "board":
-        return render.board_view(listing, plain, facts=facts, now=NOW, height=height)
+        return board_views.board_view(listing, plain, facts=facts, now=NOW, height=height)
     if name == "get":
         record, neighbours = with_neighbours(board, 4)
-        return render.task_view(record, neighbours, plain, facts, NOW)
+        return task_views.task_view(record, neighbours, plain, facts, NOW)
     live = [r for r in listing.records if r["status"] != "deleted"]
-    return render.graph_view(live, graph.edges(live), listing.lookup, plain=plain, facts=facts, now=NOW)
+    return graph_views.graph_view(live, graph.edges(live), listing.lookup, plain=plain, facts=facts, now=NOW)
 
 
 # -- every view at every size -----------------------------------------------------------
@@ -207,7 +213,7 @@ def test_every_view_fits_every_screen(plan, width, height, plain):
         text = draw(view, width, colour=not plain, height=height)
         assert fits(text, width), (name, kind)
         if plain:
-            assert ESCAPE not in text and ESCAPE not in render.plain_text(view, width, height)
+            assert ESCAPE not in text and ESCAPE not in common_views.plain_text(view, width, height)
         if name == "board":
             lines = text.rstrip("\n").splitlines()
             assert len(lines) <= height - 1, (kind, len(lines))
@@ -226,7 +232,7 @@ def test_every_view_fits_every_screen(plan, width, height, plain):
         assert text == draw(view, width, colour=not plain), name
         if name in ("list", "ready"):
             rows = [int(m) for m in re.findall(r"^\s*#(\d+)\s", text, re.M)]
-            wanted = [r["id"] for r in board.select(board.listing(), ready=name == "ready")]
+            wanted = [r["id"] for r in board.select(board.listing(), Query(ready=name == "ready"))]
             assert rows == wanted  # one line per task, in order
             below = text.splitlines()[2 + len(rows) :] if rows else text.splitlines()[1:]
             assert not rows or text.splitlines()[1].strip("─-") == ""  # the header and the rule
@@ -254,7 +260,7 @@ def test_the_summary_breaks_only_between_phrases(plan, width):
 
 def test_stacked_cards_keep_a_blank_line_between_them(plan):
     kind, board, facts = plan
-    text = draw(render.board_view(board.listing(), facts=facts, now=NOW, every=True), 40)
+    text = draw(board_views.board_view(board.listing(), facts=facts, now=NOW, every=True), 40)
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if re.match(r"  #\d+ ", line)]
     assert len(starts) >= 20
@@ -266,12 +272,12 @@ def test_stacked_cards_keep_a_blank_line_between_them(plan):
 def test_board_gives_its_room_to_what_can_be_acted_on(tmp_path):
     """A short terminal shows Ready and In progress first; Done shows the last few finished."""
     board = write_board(tmp_path / ".tasks", plan_records("plan"))
-    text = draw(render.board_view(board.listing(), height=23), 40, height=24)
+    text = draw(board_views.board_view(board.listing(), height=23), 40, height=24)
     columns = board_columns(text)
     assert "Ready" in columns.values() and "In progress" in columns.values()
     ready = [task_id for task_id, column in columns.items() if column == "Ready"]
     # ready order: priority, then id (#11 is P0)
-    full = board_columns(draw(render.board_view(board.listing(), every=True), 160))
+    full = board_columns(draw(board_views.board_view(board.listing(), every=True), 160))
     assert [task_id for task_id, column in full.items() if column == "Ready"] == [11, 6, 8, 10, 12, 15]
     assert ready == [11, 6, 8, 10, 12, 15][: len(ready)]
 
@@ -311,7 +317,7 @@ def test_red_is_only_for_trouble(plan):
     for task_id in (4, 7, 8, 16):
         record, neighbours = with_neighbours(board, task_id)
         troubled = kind == "trouble" and task_id in (4, 8)
-        styled = segments(render.task_view(record, neighbours, facts=facts, now=NOW))
+        styled = segments(task_views.task_view(record, neighbours, facts=facts, now=NOW))
         assert any(red(style) for _, style in styled) is troubled, (kind, task_id)
 
 
@@ -327,7 +333,7 @@ def test_ready_stands_out_blocked_is_quiet_done_is_dim(tmp_path):
     assert blocked.dim and blocked.color is None
     assert done.dim
     assert style_of("○").color.name == "green" and style_of("⊘").dim and style_of("✔").dim
-    board_styled = segments(render.board_view(board.listing()))
+    board_styled = segments(board_views.board_view(board.listing()))
     assert next(style for text, style in board_styled if text.startswith("Ready")).color.name == "green"
 
 
@@ -365,18 +371,18 @@ def test_get_shows_priority_labels_lease_attempts_gate_and_last_events(tmp_path)
         events,
     )
     record, neighbours = with_neighbours(board, 8)
-    text = unframed(draw(render.task_view(record, neighbours, facts=facts, now=NOW), 100))
+    text = unframed(draw(task_views.task_view(record, neighbours, facts=facts, now=NOW), 100))
     assert "gate last run: failed (exit 1) 5 min ago FAILED tests/test_docs.py 1 failed, 40 passed" in text
     assert "attempts failed 2 times" in text and "priority P2 (the default)" in text
     record, neighbours = with_neighbours(board, 6)
-    text = unframed(draw(render.task_view(record, neighbours, facts=facts, now=NOW), 100))
+    text = unframed(draw(task_views.task_view(record, neighbours, facts=facts, now=NOW), 100))
     assert "failed 3 times: stuck (`tasks update 6 --status pending --retry` puts it back)" in text
     record, neighbours = with_neighbours(board, 17)
-    text = unframed(draw(render.task_view(record, neighbours, facts=facts, now=NOW), 100))
+    text = unframed(draw(task_views.task_view(record, neighbours, facts=facts, now=NOW), 100))
     assert "accept the web app reads its secrets from vault" in text and "gate pytest tests/web" in text
     assert "metadata" not in text  # priority, labels, accept and gate have rows of their own
     record, neighbours = with_neighbours(board, 5)
-    text = unframed(draw(render.task_view(record, neighbours, facts=facts, now=NOW), 100))
+    text = unframed(draw(task_views.task_view(record, neighbours, facts=facts, now=NOW), 100))
     assert "lease held by agent-a, lease expires in 11 min" in text and "!" not in text
 
 
@@ -412,8 +418,8 @@ def test_board_filters_and_all(tmp_path):
     write_board(root, plan_records("finished"))
     run = Run(root)
     collapsed = run("board").stdout
-    assert len(board_columns(collapsed)) == render.DONE_FEW and f"+{25 - render.DONE_FEW} more" in collapsed
-    assert f"{25 - render.DONE_FEW} more cards: tasks board --all" in run("board").stderr
+    assert len(board_columns(collapsed)) == common_views.DONE_FEW and f"+{25 - common_views.DONE_FEW} more" in collapsed
+    assert f"{25 - common_views.DONE_FEW} more cards: tasks board --all" in run("board").stderr
     everything = run("board", "--all")
     assert len(board_columns(everything.stdout)) == 25 and "more" not in everything.stdout + everything.stderr
     # the most recently finished first: #25 was finished last
@@ -448,7 +454,7 @@ def test_watch_highlights_what_changed_and_its_clock_ticks(tmp_path):
         if len(naps) == 8:
             raise KeyboardInterrupt
 
-    render.watch_board(board, plain=False, out=out, sleep=nap, clock=lambda: clock[0])
+    watch_views.watch_board(board, plain=False, out=out, sleep=nap, clock=lambda: clock[0])
     styled = out.file.getvalue()
     text = out.export_text()
     seconds = {time for time in re.findall(r"(\d\d:\d\d:\d\d) · Ctrl-C to stop", text)}
@@ -463,14 +469,14 @@ def test_watch_says_what_changed_in_a_few_words(tmp_path):
     from taskboard.core.model import Patch
 
     board = write_board(tmp_path / ".tasks", plan_records("plan"))
-    watcher = render.Watcher(board, clock=lambda: NOW)
+    watcher = watch_views.Watcher(board, clock=lambda: NOW)
     watcher.read()
     board.update(6, Patch(status="in_progress", owner="zed"))
     board.update(12, Patch(owner=""))
     board.update(10, Patch(subject="Schema validation for the environment"))
     watcher.read()
     assert watcher.news == ["#6 in progress", "#10 edited", "#12 released"]
-    assert watcher.recent(NOW + 10) == {6, 10, 12} and watcher.recent(NOW + render.HIGHLIGHT) == set()
+    assert watcher.recent(NOW + 10) == {6, 10, 12} and watcher.recent(NOW + watch_views.HIGHLIGHT) == set()
 
 
 # -- golden snapshots of whole views at 80 columns --------------------------------------
@@ -483,12 +489,14 @@ def golden_views(tmp_path: Path) -> dict[str, str]:
     live = [r for r in listing.records if r["status"] != "deleted"]
     record, neighbours = with_neighbours(sample, 7)
     shots = {
-        "list": draw(render.list_view(sample.select(listing), listing), 80),
-        "ready": draw(render.list_view(sample.select(listing, ready=True), listing), 80),
-        "board": draw(render.board_view(listing), 80),
-        "get": draw(render.task_view(record, neighbours), 80),
-        "graph": draw(render.graph_view(live, graph.edges(live), listing.lookup), 80),
-        "graph-plain": draw(render.graph_view(live, graph.edges(live), listing.lookup, plain=True), 80, colour=False),
+        "list": draw(tasklist_views.list_view(sample.select(listing, Query()), listing), 80),
+        "ready": draw(tasklist_views.list_view(sample.select(listing, Query(ready=True)), listing), 80),
+        "board": draw(board_views.board_view(listing), 80),
+        "get": draw(task_views.task_view(record, neighbours), 80),
+        "graph": draw(graph_views.graph_view(live, graph.edges(live), listing.lookup), 80),
+        "graph-plain": draw(
+            graph_views.graph_view(live, graph.edges(live), listing.lookup, plain=True), 80, colour=False
+        ),
     }
     return shots
 
@@ -577,7 +585,7 @@ def test_watch_reads_again_when_only_the_runtime_state_changed(tmp_path):
         reads.append(len(naps))
         return {}
 
-    render.watch_board(board, plain=True, out=out, sleep=nap, facts=facts, signature=lambda: version[0])
+    watch_views.watch_board(board, plain=True, out=out, sleep=nap, facts=facts, signature=lambda: version[0])
     assert reads == [0, 2]  # at the start, and after the state changed; not on the quiet naps
 
 

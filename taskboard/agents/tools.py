@@ -193,14 +193,19 @@ def _only(reply: Reply, args: dict[str, Any]) -> Reply:
 
 
 def _list(board: Board, args: dict[str, Any]) -> Reply:
-    from ..ops.board import check_filters, open_only, page
+    from ..ops.query import Query, page
 
-    statuses, owner, limit = args.get("status", []), args.get("owner"), args.get("limit", DEFAULT_LIMIT)
-    filters = {"labels": args.get("labels", ()), "priority": args.get("priority"), "grep": args.get("grep")}
-    filters.update(parent=args.get("parent"), overdue=args.get("overdue", False))
-    query = check_filters(False, False, statuses, **filters)  # a usage error comes before any wait for the board
-    listing = board.listing(history=not open_only(query, False, False))  # open work costs what it costs
-    chosen, total = page(board.select_ids(listing, statuses, owner, **filters), limit)
+    query = Query(  # a usage error comes before any wait for the board
+        args.get("status", []),
+        args.get("owner"),
+        labels=args.get("labels", ()),
+        priority=args.get("priority"),
+        grep=args.get("grep"),
+        parent=args.get("parent"),
+        overdue=args.get("overdue", False),
+    )
+    listing = board.listing(history=not query.open_only)  # open work costs what it costs
+    chosen, total = page(board.select_ids(listing, query), args.get("limit", DEFAULT_LIMIT))
     events: list[tuple[str, Any]] = [(key, value) for key, value, _human in outcome_events(_notes(listing.notes))]
     failure = None
     if listing.damaged:
@@ -357,6 +362,7 @@ _FIELDS = Arg("fields", "fields", 'Only these keys of each task record, e.g. ["i
 _PARENT = Arg("parent", "parent", 'The task this one is part of: it blocks its parent ("" in an update: no parent).')
 _AFTER = Arg("after", "when", 'Not ready before then: "2h", "3d" from now, or an ISO date or time in UTC.')
 _DUE = Arg("due", "when", 'Due then: "2h", "3d", or an ISO date or time; earlier due first among equal priorities.')
+_FIELD_ARGS = [_ACCEPT, _GATE, _PARENT, _AFTER, _DUE, _METADATA]  # what create and update both set
 
 TOOLS = [
     Tool(
@@ -369,12 +375,7 @@ TOOLS = [
             *_EDGES,
             _PRIORITY,
             Arg("labels", "labels", "Labels to tag the task with."),
-            _ACCEPT,
-            _GATE,
-            _PARENT,
-            _AFTER,
-            _DUE,
-            _METADATA,
+            *_FIELD_ARGS,
         ],
         _create,
     ),
@@ -429,12 +430,7 @@ TOOLS = [
             _PRIORITY,
             Arg("addLabels", "labels", "Labels to add."),
             Arg("removeLabels", "labels", "Labels to remove."),
-            _ACCEPT,
-            _GATE,
-            _PARENT,
-            _AFTER,
-            _DUE,
-            _METADATA,
+            *_FIELD_ARGS,
             Arg("note", "text", "Why: kept with the change in the board's journal."),
             Arg("failed", "bool", "Give the task back as a failed attempt (3 make it stuck); say why in note."),
             Arg("retry", "bool", "Forget the task's failed attempts, so a stuck task may be claimed again."),

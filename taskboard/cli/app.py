@@ -96,6 +96,7 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
     the command line."""
     from ..core.errors import UsageError
     from ..core.model import parse_id
+    from ..ops.query import Query
     from . import commands
 
     parsed = _fast_parse(args, inv)
@@ -110,8 +111,8 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
         except UsageError:
             return None  # let click word the usage error
     runs = {
-        "list": lambda: commands.list_tasks(inv, parsed["statuses"], limit=parsed["limit"]),
-        "ready": lambda: commands.list_tasks(inv, ready=True, limit=parsed["limit"]),
+        "list": lambda: commands.list_tasks(inv, Query(parsed["statuses"], limit=parsed["limit"])),
+        "ready": lambda: commands.list_tasks(inv, Query(ready=True, limit=parsed["limit"])),
         "get": lambda: commands.get(inv, task_id),  # type: ignore[arg-type]  # get always has its ID
         "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
         "claim": lambda: commands.claim(inv, task_id, parsed["owner"]),  # the agent loop's call

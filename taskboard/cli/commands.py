@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from ..core.model import Patch
     from ..core.outcome import Outcome
-    from ..ops.board import Listing
+    from ..ops.query import Listing, Query
 
 
 def show_record(inv: Invocation, outcome: Outcome, fields: tuple[str, ...] | None = None) -> int:
@@ -129,37 +129,17 @@ def init(inv: Invocation, remote: str | None = None) -> int:
     return 0
 
 
-def create(
-    inv: Invocation,
-    subject: str,
-    description: str = "",
-    blocked_by: Iterable[int] = (),
-    blocks: Iterable[int] = (),
-    owner: str = "",
-    metadata: dict | None = None,
-    **fields: Any,
-) -> int:
-    return show_record(inv, inv.board.create(subject, description, blocked_by, blocks, owner, metadata, **fields))
+def create(inv: Invocation, subject: str, *given: Any, **fields: Any) -> int:
+    """`tasks create`: what the board's create takes (taskboard.ops.board.Board.create)."""
+    return show_record(inv, inv.board.create(subject, *given, **fields))
 
 
 def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     """What the runtime state adds to these tasks for a person (leases, failed attempts,
     claims in other worktrees); nothing when it cannot be read: it never fails a view."""
-    from ..core.errors import TaskError
-    from ..git.claimrefs import remote_facts
-    from ..ops.claims import facts
-    from ..ops.gates import is_gate_failure
+    from ..git.claimrefs import every_fact
 
-    try:
-        found = facts(inv.board.store, records)
-        for task_id, fact in remote_facts(inv.board.store, records).items():  # claims on other machines
-            found.setdefault(task_id, {}).setdefault("elsewhere", fact["elsewhere"])
-    except (TaskError, OSError):
-        return {}
-    for fact in found.values():  # a failed gate is trouble, not just a failed attempt
-        if is_gate_failure(str(fact.get("last_failure") or "")):
-            fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
-    return shown_value(found, lines=True)  # names and notes from the runtime state: made safe to show
+    return shown_value(every_fact(inv.board.store, records), lines=True)  # names and notes: made safe to show
 
 
 def plan_facts(inv: Invocation, listing: Any, records: list) -> dict[int, dict]:
@@ -211,9 +191,9 @@ def get(inv: Invocation, task_id: int, fields: tuple[str, ...] | None = None) ->
 
             inv.show(task_text(record, neighbours, facts, width=inv.width()))
         else:
-            from ..views import render
+            from ..views.render.task import show_task
 
-            render.show_task(record, neighbours, plain=False, facts=facts)
+            show_task(record, neighbours, plain=False, facts=facts)
         inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command
     if outcome.damaged:  # a neighbour's damaged file: shown as such, then named (exit 6), as a listing does
@@ -316,29 +296,28 @@ def renew(inv: Invocation, task_id: int, lease: float | None = None) -> int:
 
 def import_plan(inv: Invocation, data: bytes) -> int:
     """`tasks import`: the plan's tasks created as one change; `{"created": {key: id}}`."""
-    from ..ops.importing import created_keys, import_plan, parse_plan
+    from ..ops.importing import import_plan, parse_plan
 
     tasks = parse_plan(data)  # a usage error comes before the board is found or locked
     outcome = import_plan(inv.board, tasks)
-    created = created_keys(outcome)
-    if inv.json:
-        inv.data({"created": created})
-    else:
-        from ..views.viewmodel import task_line
-
-        by_id = {record["id"]: shown_record(record) for record in outcome.written}
-        write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
-        write(sys.stderr, f"imported {len(created)} task(s)\n")
-    inv.report(outcome)
+    _say_imported(inv, outcome, "")
     run_hooks(inv, outcome)
     return 0
 
 
 def import_claude(inv: Invocation, folder: str) -> int:
     """`tasks import --from claude DIR`: a Claude Code task list taken in as a plan."""
-    from ..ops.importing import created_keys, import_plan, read_claude_list
+    from ..ops.importing import import_plan, read_claude_list
 
     outcome = import_plan(inv.board, read_claude_list(folder))
+    _say_imported(inv, outcome, f" from the Claude Code task list {folder}")
+    return 0
+
+
+def _say_imported(inv: Invocation, outcome: Outcome, source: str) -> None:
+    """What an import created: `{"created": {key: id}}`, or a line a task and a count."""
+    from ..ops.importing import created_keys
+
     created = created_keys(outcome)
     if inv.json:
         inv.data({"created": created})
@@ -347,9 +326,8 @@ def import_claude(inv: Invocation, folder: str) -> int:
 
         by_id = {record["id"]: shown_record(record) for record in outcome.written}
         write(sys.stdout, "".join(task_line(by_id[task_id]) + "\n" for task_id in created.values()))
-        write(sys.stderr, f"imported {len(created)} task(s) from the Claude Code task list {folder}\n")
+        write(sys.stderr, f"imported {len(created)} task(s){source}\n")
     inv.report(outcome)
-    return 0
 
 
 def export_claude(inv: Invocation, folder: str) -> int:
@@ -559,9 +537,9 @@ def stats(inv: Invocation, since: str | None = None) -> int:
     elif inv.plain():
         write(sys.stdout, stats_text(shown_value(found)))
     else:
-        from ..views import render
+        from ..views.render.stats import show_stats
 
-        render.show_stats(shown_value(found))
+        show_stats(shown_value(found))
     inv.report(outcome)
     return 0
 
@@ -580,30 +558,18 @@ def explain(inv: Invocation, task_id: int) -> int:
     return 0
 
 
-def list_tasks(
-    inv: Invocation,
-    statuses: Iterable[str] = (),
-    owner: str | None = None,
-    ready: bool = False,
-    blocked: bool = False,
-    include_deleted: bool = False,
-    limit: int | None = None,
-    fields: tuple[str, ...] | None = None,
-    **filters: Any,
-) -> int:
+def list_tasks(inv: Invocation, query: Query, fields: tuple[str, ...] | None = None) -> int:
     """`list` and `ready`: every readable task that matches (at most `limit`, the total
-    then on stderr), then the damage, if any. `filters`: labels, priority, grep
-    (taskboard.board.Board.select_ids). Open work is read without the history under
+    then on stderr), then the damage, if any; `query`: the filters, checked when made
+    (taskboard.ops.query.Query). Open work is read without the history under
     --json and in plain text; the rich views show the whole board, so they read all of it."""
-    from ..ops.board import check_filters, open_only, page
+    from ..ops.query import page
 
-    query = check_filters(ready, blocked, statuses, limit=limit, **filters)  # usage errors before the board
     need_json(inv, fields)
     person = not inv.json and not inv.plain()
-    history = person or not open_only(query, ready, blocked)
-    listing = inv.board.listing(history=history, archive=include_deleted and history)  # --all: the archive too
-    everything = inv.board.select_ids(listing, statuses, owner, ready, blocked, include_deleted, **filters)
-    chosen, total = page(everything, limit)
+    history = person or not query.open_only
+    listing = inv.board.listing(history=history, archive=query.include_deleted and history)  # --all: the archive too
+    chosen, total = page(inv.board.select_ids(listing, query), query.limit)
     if inv.json and fields is not None:
         from ..core.model import pick
 
@@ -624,12 +590,12 @@ def list_tasks(
         )
         write(sys.stderr, between_phrases(summary, terminal_width(sys.stderr)) + "\n")
     else:
-        from ..views import render
+        from ..views.render.tasklist import show_list
 
         people = for_people(listing)
         records = [people.record(task_id) for task_id in chosen]
-        render.show_list(records, people, plain=False, facts=plan_facts(inv, listing, listing.records))
-    if limit is not None and inv.json:
+        show_list(records, people, plain=False, facts=plan_facts(inv, listing, listing.records))
+    if query.limit is not None and inv.json:
         inv.event("total", total, f"{total} in all")
     damage(inv, listing)
     return 0
@@ -656,11 +622,13 @@ def board(
         raise UsageError("--watch redraws in the terminal and --svg writes one picture; ask for one at a time")
     if svg and not inv.json:
         check_svg_target(svg, inv.board.store.root)
+    from ..ops.query import Query
+
     labels = tuple(labels)
     filtered = owner is not None or bool(labels)
 
     def select(listing: Listing) -> list | None:
-        return inv.board.select(listing, owner=owner, labels=labels) if filtered else None
+        return inv.board.select(listing, Query(owner=owner, labels=labels)) if filtered else None
 
     _say_which_board(inv, on_stdout=not inv.json and not watch)
     if inv.json:
@@ -671,12 +639,13 @@ def board(
         inv.data(status_columns(listing.records if chosen is None else chosen))
         damage(inv, listing)
         return 0
-    from ..views import render
+    from ..views.render.board import show_board
+    from ..views.render.watch import watch_board
 
     if watch:
         from ..ops.claims import state_of
 
-        render.watch_board(
+        watch_board(
             _PeopleBoard(inv.board),
             plain=inv.plain(),
             select=select,
@@ -689,7 +658,7 @@ def board(
     facts = plan_facts(inv, listing, listing.records)
     people = for_people(listing)
     chosen = _shown_records(select(listing), people)
-    render.show_board(people, plain=inv.plain(), svg=svg, records=chosen, every=every, facts=facts)
+    show_board(people, plain=inv.plain(), svg=svg, records=chosen, every=every, facts=facts)
     damage(inv, listing)
     return 0
 
@@ -699,7 +668,9 @@ def board_by_parent(inv: Invocation, owner: str | None, labels: tuple) -> int:
     from ..views.viewmodel import parent_groups
 
     listing = inv.board.listing()
-    chosen = inv.board.select(listing, owner=owner, labels=labels) if owner is not None or labels else None
+    from ..ops.query import Query
+
+    chosen = inv.board.select(listing, Query(owner=owner, labels=labels)) if owner is not None or labels else None
     progress = listing.progress()
     if inv.json:
         groups = parent_groups(listing.records if chosen is None else chosen)
@@ -716,12 +687,12 @@ def board_by_parent(inv: Invocation, owner: str | None, labels: tuple) -> int:
             }
         )
     else:
-        from ..views import render
+        from ..views.render.groups import show_groups
 
         people = for_people(listing)
         records = people.records if chosen is None else _shown_records(chosen, people)
         facts = plan_facts(inv, listing, listing.records)
-        render.show_groups(people, parent_groups(records or []), plain=inv.plain(), facts=facts)
+        show_groups(people, parent_groups(records or []), plain=inv.plain(), facts=facts)
     damage(inv, listing)
     return 0
 
@@ -759,12 +730,10 @@ def graph(
         text = (views.to_dot if fmt == "dot" else views.to_mermaid)(records, edges, listing.lookup)
         write(sys.stdout, text)
     else:
-        from ..views import render
+        from ..views.render.graph import show_graph
 
         facts = runtime_facts(inv, records)
-        text = render.show_graph(
-            records, edges, listing, fmt=fmt, focus=task_id, plain=inv.plain(), svg=svg, facts=facts
-        )
+        text = show_graph(records, edges, listing, fmt=fmt, focus=task_id, plain=inv.plain(), svg=svg, facts=facts)
     if fmt == "mermaid" and text is not None:
         too_big = views.mermaid_warning(text, len(edges))
         if too_big:
@@ -830,13 +799,13 @@ def check(inv: Invocation, fix: bool = False) -> int:
     if inv.json:
         inv.data({"ok": ok, "problems": problems})
     else:
-        from ..views import render
+        from ..views.render.check import show_check
 
         people = [
             {**problem, "message": shown(problem["message"]), "notice": getattr(found[at], "notice", False)}
             for at, problem in enumerate(problems)
         ]
-        render.show_check(people, ok, plain=inv.plain())
+        show_check(people, ok, plain=inv.plain())
     return 0 if ok else 6
 
 

@@ -582,9 +582,11 @@ def list_(
       tasks list --parent 12      # the children of #12
       tasks list --overdue        # open tasks past their due time
     """
-    filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit}
-    filters.update(parent=parent, overdue=overdue, fields=fields)
-    return commands.list_tasks(inv, statuses, owner, ready, blocked, include_deleted, **filters)
+    from ..ops.query import Query
+
+    filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit, "parent": parent}
+    query = Query(statuses, owner, ready, blocked, include_deleted, overdue=overdue, **filters)
+    return commands.list_tasks(inv, query, fields)
 
 
 @cli.command()
@@ -601,9 +603,10 @@ def ready(inv: Invocation, owner, labels, priority, grep, limit, parent, overdue
     """
     if explain_id is not None:
         return commands.explain(inv, explain_id)
-    filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit}
-    filters.update(parent=parent, overdue=overdue, fields=fields)
-    return commands.list_tasks(inv, (), owner, ready=True, **filters)
+    from ..ops.query import Query
+
+    filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit, "parent": parent}
+    return commands.list_tasks(inv, Query(owner=owner, ready=True, overdue=overdue, **filters), fields)
 
 
 @cli.command()

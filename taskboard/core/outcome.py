@@ -12,8 +12,6 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
-    from .model import Record
-
 
 class Data:
     """Equality and a readable repr from the attributes, as a dataclass would give."""
@@ -65,13 +63,13 @@ class Outcome(Data):
     missing or unreadable); `damaged`: the damaged files such a read met (taskboard.errors.Corrupt);
     `journaled`: the journal entries the change appended (taskboard.journal)."""
 
-    def __init__(self, record: Record | None = None):
+    def __init__(self, record: dict | None = None):
         self.record = record
-        self.written: list[Record] = []
+        self.written: list[dict] = []
         self.unblocked: list[int] = []
         self.events: list[Event] = []
         self.notes: list[Note] = []
-        self.neighbours: dict[int, Record | None] = {}
+        self.neighbours: dict[int, dict | None] = {}
         self.damaged: list[Any] = []
         self.journaled: list[dict[str, Any]] = []
 

@@ -29,20 +29,17 @@ closed (completed and deleted) records as JSON text, read only to show history.
 
 from __future__ import annotations
 
-import errno
 import gc
 import json
 import marshal
 import os
-import stat
 import time
-import zlib
 from array import array
 from bisect import bisect_left
-from contextlib import suppress
 
 from ..core.errors import Corrupt, NotFound
 from ..core.model import OPEN, ids_from_file_names
+from .cache import HISTORY_NAME, INDEX_NAME, KINDS, UNSURE, Cache, folder_key
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -51,22 +48,11 @@ if TYPE_CHECKING:
     from ..core.model import Record
     from .store import Store
 
-CACHE_NAME = ".cache"  # in the board folder; taskboard.store leaves it out of git
-INDEX_NAME = "index"
-HISTORY_NAME = "history"
-LAST_NAME = "last"  # the highest id, as the last writer left the board folder
-# a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
-FORMAT = b"taskboard cache 2\n"
-GITIGNORE = b"# taskboard: derived from the task files, never committed\n*\n"
-MAX_CACHE_BYTES = 512 << 20  # a cache file larger than this is no cache of ours (a million open tasks is ~300 MB)
 RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
-STRAY_NS = 60_000_000_000  # a temporary file this old belongs to a writer that died
-KINDS = {"pending": ord("p"), "in_progress": ord("i"), "completed": ord("c"), "deleted": ord("d")}
 STATUS_OF = {kind: status for status, kind in KINDS.items()}
 OPEN_KINDS = frozenset((KINDS["pending"], KINDS["in_progress"]))
 CLOSED = frozenset(("completed", "deleted"))
 CLOSED_KINDS = frozenset((KINDS["completed"], KINDS["deleted"]))
-UNSURE = ord("x")  # not kept: unreadable, gone, or too recent to trust; read again on every use
 
 
 class Snapshot:
@@ -176,7 +162,7 @@ def _snapshot(store: Store, history: bool) -> Snapshot:
         raise
     cache = Cache(store.path)
     try:
-        shot.folder_key = _folder_key(os.fstat(folder))
+        shot.folder_key = folder_key(os.fstat(folder))
         old = cache.load_index()
         changed = _check(store, folder, shot, old, began - RACY_NS)
         if history:
@@ -188,10 +174,6 @@ def _snapshot(store: Store, history: bool) -> Snapshot:
     if history and changed_history:
         cache.save(HISTORY_NAME, _history_payload(shot))
     return shot
-
-
-def _folder_key(info: os.stat_result) -> tuple:
-    return (info.st_dev, info.st_ino, info.st_ctime_ns, info.st_mtime_ns)
 
 
 def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
@@ -496,302 +478,6 @@ def _history_payload(shot: Snapshot) -> bytes:
             "texts": "\n".join(texts[shot.ids[i]] for i in kept),  # compact JSON holds no raw newline
         }
     )
-
-
-# -- which tasks are parents, for `get` ----------------------------------------------------------
-
-PARENTS_NAME = "parents"
-
-
-def known_parents(root: str) -> frozenset[int]:
-    """The tasks some task named as its parent, as the last writer or full listing saw:
-    a hint that lets `get` of any other task read no more than its own file. Marks that
-    arrive by a merge or a hand edit come in with the next listing of the whole board."""
-    found = Cache(root)._load(PARENTS_NAME)
-    if type(found) is not tuple or not all(type(task_id) is int for task_id in found):
-        return frozenset()
-    return frozenset(found)
-
-
-def remember_parents(root: str, parents: Iterable[int], whole: bool = False) -> None:
-    """Add these parents to the hint (`whole`: they are every parent there is now)."""
-    known = known_parents(root)
-    found = frozenset(parents) if whole else known | frozenset(parents)
-    if found != known:
-        Cache(root).save(PARENTS_NAME, marshal.dumps(tuple(sorted(found))))
-
-
-# -- the highest id, for the next writer -------------------------------------------------------
-
-
-def recorded_last(root: str) -> int | None:
-    """The highest id on the board as the last writer left it, when the board folder's
-    key (device, inode, ctime, mtime) is still the one it saw after its change: no file
-    was added, removed or renamed since. None otherwise (the folder is then listed)."""
-    found = Cache(root)._load(LAST_NAME)
-    if type(found) is not tuple or len(found) != 3:
-        return None
-    key, last, release = found
-    if type(key) is not tuple or type(last) is not int or last < 0 or release != os.uname().release:
-        return None
-    try:
-        now = _folder_key(os.stat(root))
-    except OSError:
-        return None
-    return last if now == key else None
-
-
-def remember_last(root: str, last: int) -> None:
-    """After a change, under the write lock: the highest id with the board folder's key
-    as it is now, for the next writer. Sound only where a change after a look at a
-    folder always gives it a new ctime (the kernel's multigrain timestamps: Linux 6.13+
-    on ext4, xfs, btrfs, tmpfs): probed here each time, else nothing is recorded and
-    every writer lists the folder. What is left: a file copied in by hand at the very
-    instant of this change, between the rename and the stat, can leave the next `create`
-    one id below it (never an id in use)."""
-    cache = Cache(root)
-    try:
-        folder = cache._folder()  # made first: making it changes the board folder
-    except OSError:
-        return
-    if folder is None:
-        return
-    try:
-        if not _fine_grained(folder):
-            return
-        key = _folder_key(os.stat(root))
-    except OSError:
-        return
-    finally:
-        os.close(folder)
-    cache.save(LAST_NAME, marshal.dumps((key, last, os.uname().release)))
-
-
-def _fine_grained(folder: int) -> bool:
-    """Whether a folder changed right after a stat gets a new ctime, three times in a row
-    (each pair is a few microseconds apart: with a coarse clock, a tick falls between
-    them about once in a thousand). The probe file ends in .tmp: a killed prober's is
-    swept like any stray temporary file."""
-    probe = f".probe.{os.getpid()}.tmp"
-    for _ in range(3):
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder)
-        os.close(fd)
-        seen = os.fstat(folder).st_ctime_ns
-        os.unlink(probe, dir_fd=folder)
-        if os.fstat(folder).st_ctime_ns == seen:
-            return False
-    return True
-
-
-# -- the cache folder ------------------------------------------------------------------------
-
-
-def _saved_keys(found: dict) -> tuple[array, array, array]:
-    """The ids, ctimes and inodes a cache file holds, as the arrays they were saved from
-    (ValueError, KeyError or TypeError when they are not there)."""
-    ids, ctimes, inodes = array("q"), array("q"), array("Q")
-    ids.frombytes(found["ids"])
-    ctimes.frombytes(found["ctimes"])
-    inodes.frombytes(found["inodes"])
-    return ids, ctimes, inodes
-
-
-class Cache:
-    """The `.cache` folder: files read whole and checked, written whole and renamed."""
-
-    def __init__(self, root: str):
-        self.root = root
-        self.path = os.path.join(root, CACHE_NAME)
-
-    def load_index(self) -> dict | None:
-        found = self._load(INDEX_NAME)
-        if not _shaped(found, _INDEX_SHAPE):
-            return None
-        try:
-            ids, ctimes, inodes = _saved_keys(found)
-            kinds = bytearray(found["kinds"])
-            opened = found["open"]
-            folder = found["folder"]
-            if (
-                not len(ids) == len(ctimes) == len(inodes) == len(kinds)
-                or kinds.translate(None, _KIND_BYTES)
-                or (folder is not None and len(folder) != 4)
-                or not all(_open_entry(task_id, entry) for task_id, entry in opened.items())
-            ):
-                return None
-            names = found["names"].split("\n") if found["names"] else []
-            if len(names) != len(ids):
-                return None
-            return {
-                "folder": folder,
-                "ids": ids,
-                "names": names,
-                "ctimes": ctimes,
-                "inodes": inodes,
-                "kinds": kinds,
-                "open": opened,
-            }
-        except (KeyError, TypeError, ValueError):
-            return None
-
-    def load_history(self) -> dict | None:
-        found = self._load(HISTORY_NAME)
-        if not _shaped(found, _HISTORY_SHAPE):
-            return None
-        try:
-            ids, ctimes, inodes = _saved_keys(found)
-            texts = found["texts"].split("\n") if found["texts"] else []
-            if not len(ids) == len(ctimes) == len(inodes) == len(texts):
-                return None
-            return {"ids": ids, "ctimes": ctimes, "inodes": inodes, "texts": texts}
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
-
-    def _load(self, name: str):
-        """The payload of a cache file, or None when it is missing or damaged in any way."""
-        try:
-            data = _read_regular(os.path.join(self.path, name))
-        except OSError:
-            return None
-        head = len(FORMAT) + 4
-        if len(data) < head or not data.startswith(FORMAT):
-            return None
-        body = memoryview(data)[head:]
-        if zlib.crc32(body) != int.from_bytes(data[len(FORMAT) : head], "big"):
-            return None
-        try:
-            return marshal.loads(body)
-        except Exception:  # planted bytes with a right checksum (MemoryError included): no cache
-            return None
-
-    def save(self, name: str, payload: bytes) -> None:
-        """Write a cache file whole, then rename it into place. Any failure leaves the
-        cache as it was: it is only ever a shortcut."""
-        try:
-            folder = self._folder()
-        except OSError:
-            return  # a read-only board, no room: the next command checks the files again
-        if folder is None:
-            return
-        temp = f".{name}.{os.getpid()}.tmp"
-        try:
-            fd = os.open(
-                temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder
-            )
-            try:
-                view = memoryview(FORMAT + zlib.crc32(payload).to_bytes(4, "big") + payload)
-                while view:
-                    view = view[os.write(fd, view) :]
-                    _crash_point("writing")
-            finally:
-                os.close(fd)
-            _crash_point("written")
-            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
-            _crash_point("renamed")
-        except OSError:
-            with suppress(OSError):
-                os.unlink(temp, dir_fd=folder)
-        finally:
-            os.close(folder)
-
-    def _folder(self) -> int | None:
-        """The cache folder, made on first use with a .gitignore of its own (so a board
-        made before there was a cache keeps it out of git too); None when something
-        other than a folder sits where it belongs (it is left alone)."""
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            folder = os.open(self.path, flags)
-        except FileNotFoundError:
-            with suppress(FileExistsError):
-                os.mkdir(self.path)
-            folder = os.open(self.path, flags)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                return None
-            raise
-        try:
-            _tidy(folder)
-        except OSError:
-            os.close(folder)
-            raise
-        return folder
-
-
-# What a cache file must hold, type by type: a file with the right checksum but another
-# shape (planted, or written by another version) is no cache, never a crash.
-_INDEX_SHAPE = {
-    "folder": (type(None), tuple),
-    "ids": (bytes,),
-    "names": (str,),
-    "ctimes": (bytes,),
-    "inodes": (bytes,),
-    "kinds": (bytes,),
-    "open": (dict,),
-}
-_HISTORY_SHAPE = {"ids": (bytes,), "ctimes": (bytes,), "inodes": (bytes,), "texts": (str,)}
-_KIND_BYTES = bytes([*KINDS.values(), UNSURE])
-
-
-def _shaped(found: object, shape: dict) -> bool:
-    return type(found) is dict and all(type(found.get(key)) in kinds for key, kinds in shape.items())
-
-
-def _open_entry(task_id: object, entry: object) -> bool:
-    """An open record as the index keeps it: (record, its compact JSON), both of our making."""
-    return (
-        type(task_id) is int
-        and type(entry) is tuple
-        and len(entry) == 2
-        and type(entry[0]) is dict
-        and type(entry[1]) is str
-        and entry[0].get("id") == task_id
-        and entry[0].get("status") in OPEN
-    )
-
-
-def _read_regular(path: str) -> bytes:
-    """A regular file's bytes, never through a link; OSError for anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
-        if info.st_size > MAX_CACHE_BYTES:  # planted junk (a sparse gigabyte): never read, rebuilt
-            raise OSError(errno.EFBIG, "larger than any cache")
-        parts = []
-        while chunk := os.read(fd, max(info.st_size, 1 << 16)):
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
-
-
-def _tidy(folder: int) -> None:
-    """The cache folder's own .gitignore, and no temporary file of a writer that died."""
-    names = os.listdir(folder)
-    if ".gitignore" not in names:
-        fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=folder)
-        try:
-            os.write(fd, GITIGNORE)
-        finally:
-            os.close(fd)
-    now = time.time_ns()
-    for name in names:
-        if name.endswith(".tmp"):
-            try:
-                if now - os.lstat(name, dir_fd=folder).st_mtime_ns > STRAY_NS:
-                    os.unlink(name, dir_fd=folder)
-            except OSError:
-                pass
-
-
-def _crash_point(stage: str) -> None:
-    # Test hook (tests/test_index.py): TASKS_TEST_CACHE_CRASH=STAGE makes this process
-    # SIGKILL itself at that stage of writing a cache file, to stop it at a chosen instant.
-    if os.environ.get("TASKS_TEST_CACHE_CRASH") == stage:
-        import signal
-
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def add_archive(shot: Snapshot, records: list[Record], damaged: list[Corrupt]) -> None:

@@ -41,7 +41,7 @@ from ..core.model import (
     max_id_of,
 )
 from ..core.outcome import Note
-from .index import CACHE_NAME, recorded_last, remember_last  # the cache: derived from the task files
+from .cache import CACHE_NAME, recorded_last, remember_last  # derived from the task files
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -364,7 +364,7 @@ class Store:
     def last_id(self) -> int:
         """The highest id on the board, deleted tasks included (0 on an empty board).
         Under the write lock it comes from the last writer's record when the board folder
-        is unchanged since (taskboard.index.recorded_last): a file copied in since has
+        is unchanged since (taskboard.disk.cache.recorded_last): a file copied in since has
         changed the folder, and the folder is listed. The next id's file is looked for
         all the same: an id in use is never handed out."""
         if self._exclusive and self._last is not None:

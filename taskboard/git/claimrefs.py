@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from ..core.model import Record
     from ..core.outcome import Problem
     from ..disk.store import Store
-    from ..ops.board import Board, Change
+    from ..ops.board import Board
+    from ..ops.change import Change
 
 CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
 MIRROR = ".remote-claims.json"  # in the runtime state folder: what the tracking refs say, by uid
@@ -420,6 +421,26 @@ def held_elsewhere(store: Store, records: list[Record]) -> set[int]:
         if isinstance(doc, dict) and record["status"] == "pending" and (doc.get("state") == "done" or _live(doc, now)):
             hidden.add(record["id"])
     return hidden
+
+
+def every_fact(store: Store, records: list[Record]) -> dict[int, dict]:
+    """What the runtime state adds to these tasks for a person (leases, failed attempts,
+    claims in other worktrees, and on other machines: remote_facts), a failed gate marked
+    as trouble; nothing when it cannot be read: it never fails a view. The front ends
+    make the names and notes safe to show."""
+    from ..ops.claims import facts
+    from ..ops.gates import is_gate_failure
+
+    try:
+        found = facts(store, records)
+        for task_id, fact in remote_facts(store, records).items():  # claims on other machines
+            found.setdefault(task_id, {}).setdefault("elsewhere", fact["elsewhere"])
+    except (TaskError, OSError):
+        return {}
+    for fact in found.values():  # a failed gate is trouble, not just a failed attempt
+        if is_gate_failure(str(fact.get("last_failure") or "")):
+            fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
+    return found
 
 
 def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:

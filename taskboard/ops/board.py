@@ -9,7 +9,6 @@ free, what happened, and notes; front ends word and print it.
 
 from __future__ import annotations
 
-import json
 import re
 
 from ..core import graph
@@ -21,245 +20,45 @@ from ..core.model import (
     REMOVE,
     Patch,
     Record,
-    archive_file_name,
     check_description,
-    check_file_size,
-    check_label,
-    check_limit,
     check_metadata,
     check_owner,
     check_subject,
-    encode,
-    file_name,
-    fill_defaults,
     ids_text,
-    labels_of,
     new_record,
     now,
     parent_of,
-    parse_status,
-    priority_of,
     refuse_past_ceiling,
-    when_of,
 )
 from ..core.outcome import Event, Note, Outcome
 from ..disk.index import snapshot
 from ..disk.store import Store
+from .change import Change, check_caller, link, require_board
 from .coordination import LOCAL
+from .query import Listing, Query, read
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from ..core.outcome import Problem
-    from ..disk.index import Snapshot
     from ..disk.watch import Stop
     from .coordination import Authority
 
 
-class Listing:
-    """The board as one command reads it, from the cache beside it (taskboard.index):
-    every readable task's status, the open records in full, the closed ones when the
-    command asked for history, the damage met on the way, and a lookup for the graph
-    rules (an unreadable blocker counts as open: nothing is called ready on a guess);
-    `notes`: what reading it first recovered."""
+def _keep_runtime(change: Change, moved: list[Record], write: Callable[[], None]) -> None:
+    """The runtime state follows status and owner (taskboard.ops.claims), under its lock."""
+    from . import claims
 
-    def __init__(self, shot: Snapshot, notes: list[Note] | None = None, root: str | None = None):
-        self.shot = shot
-        self.root = root  # the board folder, where the cache keeps what a listing learnt
-        self.damaged = [shot.damaged[task_id] for task_id in sorted(shot.damaged)]
-        self.lookup = shot.lookup
-        self.notes = notes or []
-        self._records: list[Record] | None = None
-
-    @property
-    def records(self) -> list[Record]:
-        """Every readable record in id order (of a listing read with history)."""
-        if self._records is None:
-            self._records = [self.shot.record(task_id) for task_id, _ in self.shot.statuses()]
-        return self._records
-
-    def progress(self) -> dict[int, tuple[int, int]]:
-        """Each parent's (completed children, children) over every task the listing holds
-        (graph.progress): closed children count only in a listing with history, which
-        also tells `get` which tasks are parents (index.remember_parents)."""
-        shot = self.shot
-        found = list(shot.open.values())
-        if shot.closed_text is not None:  # a closed task names its parent in its text: parse only those
-            found += [json.loads(text) for text in shot.closed_text.values() if '"parent": ' in text]
-        counted = graph.progress(found)
-        if shot.closed_text is not None and self.root is not None:
-            from ..disk.index import remember_parents
-
-            remember_parents(self.root, counted, whole=True)
-        return counted
-
-    @property
-    def open_records(self) -> list[Record]:
-        """The pending and in-progress records in id order (of any listing)."""
-        return [self.shot.open[task_id] for task_id in sorted(self.shot.open)]
-
-    def record(self, task_id: int) -> Record:
-        return self.shot.record(task_id)
-
-    def json_array(self, task_ids: list[int]) -> str:
-        """These records as one JSON array, exactly as `json.dumps(records, ensure_ascii=False)`
-        writes it, from the JSON text the cache keeps (no record decoded or encoded)."""
-        return self.shot.json_array(task_ids)
-
-    def tally(self, held: Collection[int] = ()) -> dict[str, int]:
-        """How many tasks are in each state (as taskboard.core.states.counts gives over every
-        record; `held`: the tasks `ready` leaves out, counted blocked), counted without
-        reading the closed records."""
-        from ..core.states import STATES, state
-
-        found = dict.fromkeys(STATES, 0)
-        for record in self.shot.open.values():
-            found[state(record, self.lookup, held)] += 1
-        found["completed"] = self.shot.count("completed")
-        found["deleted"] = self.shot.count("deleted")
-        found["tasks"] = sum(found[key] for key in STATES if key != "deleted")
-        return found
+    claims.keep(change, moved, write)
 
 
-class Change:
-    """Records read and edited under the lock; `commit` writes the edited ones that changed."""
+def _plan_runtime(change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
+    """What the runtime state will record of this change (taskboard.ops.claims.before_commit)."""
+    from . import claims
 
-    def __init__(self, store: Store, actor: str = ""):
-        self.store = store
-        self.actor = actor  # who the journal says made the change
-        self.journaled: list[dict] = []  # the journal entries the commit appended
-        self.records: dict[int, Record] = {}
-        self.read: dict[int, int | None] = {}  # a hash of each record's file as this change read it
-        self.before: dict[int, bytes | None] = {}
-        self.was: dict[int, tuple[str, str]] = {}  # status and owner of each edited record before the change
-        self.runtime: dict[int, dict] = {}  # what to record in the runtime state, by task (taskboard.claims)
-        self.guard: Any = None  # the authority's say before the files are written (Board._guard_moves)
-        self.forced = False  # the change overrides a holder (its claim ref included)
-        self.archived: set[int] = set()  # records read from the archive folder (DESIGN §11)
-        self.stay: set[int] = set()  # archived records this change may edit in place while they stay closed
-        self.moving: set[int] = set()  # archived records brought back unchanged (`restore`): the same bytes
-
-    def get(self, task_id: int) -> Record:
-        if task_id not in self.records:
-            self.records[task_id] = self.store.read(task_id)
-            name = file_name(task_id)
-            if task_id in self.store.archived:
-                self.archived.add(task_id)
-                name = archive_file_name(task_id)
-            self.read[task_id] = self.store.seen.get(name)  # what commit expects to replace
-        return self.records[task_id]
-
-    def _place(self, task_id: int, record: Record) -> str:
-        """Where a written record goes: its live file, or its archived one when it was read
-        from the archive, may stay there, and is still closed. Any other change to an
-        archived task brings it back first (DESIGN §11)."""
-        if task_id in self.archived and task_id in self.stay and record["status"] not in OPEN:
-            return archive_file_name(task_id)
-        return file_name(task_id)
-
-    def find(self, task_id: int) -> Record | None:
-        try:
-            return self.get(task_id)
-        except NotFound:
-            return None
-
-    def edit(self, task_id: int) -> Record:
-        record = self.get(task_id)
-        if task_id not in self.before:
-            self.before[task_id] = encode(record)
-            self.was[task_id] = (record["status"], record["owner"])
-        return record
-
-    def add(self, record: Record) -> None:
-        self.records[record["id"]] = record
-        self.before[record["id"]] = None
-
-    def rewrite(self, record: Record) -> None:
-        """Write this record even if its content is unchanged (a repair of its layout)."""
-        self.records[record["id"]] = record
-        self.before[record["id"]] = b""  # matches no encoding: the record is written
-
-    def successors(self, task_id: int) -> list[int]:
-        record = self.find(task_id)
-        return record["blocks"] if record else []
-
-    def lookup(self, task_id: int) -> Record | None:
-        return self.find(task_id)
-
-    def _restored(self, files: dict[str, bytes], events: list[Event]) -> list[int]:
-        """The archived tasks this change brings back (their live files among `files`),
-        each with a `restored` event unless the caller gave one."""
-        restored = [
-            task_id for task_id in sorted(self.archived) if task_id in self.before and file_name(task_id) in files
-        ]
-        said = {(event.task, event.what) for event in events}
-        events += [Event(task_id, "restored") for task_id in restored if (task_id, "restored") not in said]
-        return restored
-
-    def commit(self, events: Iterable[Event] = ()) -> list[Record]:
-        """Write every edited record whose content changed, and journal the events, as one
-        change (taskboard.journal); the records written, in id order."""
-        stamp = now()
-        files, written, moved = {}, [], []
-        for task_id, before in self.before.items():
-            record = self.records[task_id]
-            if encode(record) == before:
-                if task_id in self.moving:
-                    files[file_name(task_id)] = before
-                    written.append(record)
-                continue
-            fill_defaults(record, stamp)
-            if before is None:  # a new record: created when written, so both times agree
-                record["createdAt"] = stamp
-            record["updatedAt"] = stamp
-            files[self._place(task_id, record)] = data = encode(record)
-            check_file_size(task_id, len(data))
-            # what callers print must be what the file says: sorted ids, the contract's key order
-            canonical = json.loads(data)
-            record.clear()
-            record.update(canonical)
-            written.append(record)
-            if self.was.get(task_id, (record["status"], record["owner"])) != (record["status"], record["owner"]):
-                moved.append(record)
-        events = list(events)
-        restored = self._restored(files, events)
-        remove = [archive_file_name(task_id) for task_id in restored]
-        appends = None
-        if events:
-            from ..disk import journal
-
-            actor = journal.actor_of(self.actor)
-            uids = {task_id: record.get("uid") for task_id, record in self.records.items()}
-            self.journaled = journal.entries(events, actor, journal.stamp(), uids)
-            appends = {journal.shard_name(actor): journal.encode(self.journaled)}
-        new = [file_name(task_id) for task_id, before in self.before.items() if before is None or task_id in restored]
-        expect = {
-            (archive_file_name(task_id) if task_id in self.archived else file_name(task_id)): seen
-            for task_id in self.before
-            if (seen := self.read.get(task_id)) is not None
-        }
-        undo = self.guard(self, moved) if moved and self.guard is not None else None  # refused: nothing written
-        try:
-            if moved or self.runtime:  # the runtime state follows status and owner (taskboard.claims)
-                from . import claims
-
-                with claims.state_of(self.store).locked():
-                    self.store.write(files, appends, remove=remove, new=new, expect=expect)
-                    claims.record(self, moved)
-            else:
-                self.store.write(files, appends, remove=remove, new=new, expect=expect)
-        except BaseException:
-            if undo is not None:
-                undo()  # the claim refs moved for this change go back as they were
-            raise
-        parents = {parent for record in written if (parent := parent_of(record)) is not None}
-        if parents:  # `get` of a parent counts its children (Board.progress_of)
-            from ..disk.index import remember_parents
-
-            remember_parents(str(self.store.path), parents)
-        return sorted(written, key=lambda record: record["id"])
+    claims.before_commit(change, task_id, outcome, **intent)
 
 
 def _no_gate_check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
@@ -287,6 +86,8 @@ class Board:
         """A change on this board, journaled as made by the caller (else the login name)."""
         change = Change(self.store, check_caller(self.caller))
         change.guard = self._guard_moves
+        change.keep = _keep_runtime
+        change.plan = _plan_runtime
         return change
 
     def _guard_moves(self, change: Change, moved: list[Record]) -> Any:
@@ -332,93 +133,39 @@ class Board:
         """One task's (completed children, children), or None when it has none. The whole
         board is read only for a task known as a parent (index.known_parents): `get` of
         any other task reads its own file alone."""
-        from ..disk.index import known_parents
+        from ..disk.cache import known_parents
 
         if record["id"] not in known_parents(str(self.store.path)):
             return None
         return self.listing(history=True).progress().get(record["id"])
 
     def listing(self, history: bool = True, archive: bool = False) -> Listing:
-        """The board as its files say it is now, through the cache beside it
-        (taskboard.index). Without `history` only the open records come in full:
-        what costs the open work, not the years of finished work. With `archive` the
-        archived tasks too, read from their files (marked `"archived": true`; the cache
-        never holds them): what `list --all` and `graph --all` show."""
-        with self.store.reading() as notes:
-            shot = snapshot(self.store, history=history or archive)
-            if archive:
-                from ..disk.index import add_archive
+        """The board as its files say it is now (taskboard.ops.query.read); with `archive`
+        the archived tasks too."""
+        return read(self.store, history, archive)
 
-                add_archive(shot, *self.store.read_archive())
-        if not shot.ids:  # an empty board, or a Claude Code task list without its mark (DESIGN §13)
-            self.store.refuse_claude_list(self.store.names())
-        return Listing(shot, notes, str(self.store.path))
+    def select(self, listing: Listing, query: Query) -> list[Record]:
+        """The records that pass every filter (see select_ids)."""
+        return [listing.record(task_id) for task_id in self.select_ids(listing, query)]
 
-    def select(
-        self,
-        listing: Listing,
-        statuses: Iterable[str] = (),
-        owner: str | None = None,
-        ready: bool = False,
-        blocked: bool = False,
-        include_deleted: bool = False,
-        labels: Iterable[str] = (),
-        priority: int | None = None,
-        grep: str | None = None,
-        limit: int | None = None,
-        parent: int | None = None,
-        overdue: bool = False,
-    ) -> list[Record]:
-        """The records that pass every filter (see select_ids), at most `limit` of them."""
-        chosen = self.select_ids(
-            listing, statuses, owner, ready, blocked, include_deleted, labels, priority, grep, parent, overdue
-        )
-        return [listing.record(task_id) for task_id in (chosen if limit is None else chosen[:limit])]
-
-    def select_ids(
-        self,
-        listing: Listing,
-        statuses: Iterable[str] = (),
-        owner: str | None = None,
-        ready: bool = False,
-        blocked: bool = False,
-        include_deleted: bool = False,
-        labels: Iterable[str] = (),
-        priority: int | None = None,
-        grep: str | None = None,
-        parent: int | None = None,
-        overdue: bool = False,
-    ) -> list[int]:
-        """The ids of the tasks that pass every filter: `statuses` (any of them; `ready` and
-        `blocked` name the two states of an open task), `owner`, `ready`/`blocked`, every
-        one of `labels`, `priority` (exact; unset counts as 2), `grep` (subject or
-        description, case-insensitive), `parent` (its children), `overdue` (open and past
-        its due time). In id order, or in ready order when only ready tasks can pass.
-        Filters that only open tasks can pass look at the open ones alone (the listing
-        may then be one without history)."""
-        query = check_filters(ready, blocked, statuses, labels, priority, grep, overdue=overdue)
-        wanted, states = query["statuses"], query["states"]
-        wanted_labels, needle = set(query["labels"]), query["grep"]
+    def select_ids(self, listing: Listing, query: Query) -> list[int]:
+        """The ids of the tasks that pass every filter of `query`, in id order, or in ready
+        order when only ready tasks can pass. Filters that only open tasks can pass look at
+        the open ones alone (the listing may then be one without history)."""
+        wanted, states, ready, blocked = query.statuses, query.states, query.ready, query.blocked
         shot = listing.shot
         hidden = self._not_offered(listing) if ready or "ready" in states else set()
-        if open_only(query, ready, blocked):
+        if query.open_only:
             candidates = [(task_id, shot.open[task_id]["status"]) for task_id in sorted(shot.open)]
         else:
             candidates = list(shot.statuses())
-        late = now() if overdue else None
-        by_field = (
-            owner is not None
-            or wanted_labels
-            or priority is not None
-            or needle is not None
-            or parent is not None
-            or overdue
-        )
+        late = now() if query.overdue else None
+        by_field = query.by_field
         if not (wanted or states or ready or blocked or by_field):  # everything live: a listing of statuses
-            return [task_id for task_id, status in candidates if include_deleted or status != "deleted"]
+            return [task_id for task_id, status in candidates if query.include_deleted or status != "deleted"]
         chosen = []
         for task_id, status in candidates:
-            if status == "deleted" and not (include_deleted or "deleted" in wanted):
+            if status == "deleted" and not (query.include_deleted or "deleted" in wanted):
                 continue
             record = shot.open.get(task_id)
             if (wanted or states) and status not in wanted and not self._in_state(record, states, listing):
@@ -429,9 +176,7 @@ class Board:
                 blocked and not self._in_state(record, {"blocked"}, listing)
             ):
                 continue
-            if by_field and not _fields_pass(
-                record or listing.record(task_id), owner, wanted_labels, priority, needle, parent, late
-            ):
+            if by_field and not query.fields_pass(record or listing.record(task_id), late):
                 continue
             chosen.append(task_id)
         if ready or (states == {"ready"} and not wanted):
@@ -612,7 +357,7 @@ class Board:
                 from . import claims
 
                 claims.before_commit(
-                    self, change, task_id, outcome, force=force, retry=retry, failure=note if failed else None
+                    change, task_id, outcome, force=force, retry=retry, failure=note if failed else None
                 )
             gate_check(change, task_id, outcome, force)  # may stop here to run the gate first
             outcome.written = change.commit(outcome.events)
@@ -730,7 +475,7 @@ class Board:
             if self.caller:  # a note by the holder renews its lease (taskboard.claims)
                 from . import claims
 
-                claims.before_commit(self, change, task_id, outcome, force=True)
+                claims.before_commit(change, task_id, outcome, force=True)
             change.commit(outcome.events)
             outcome.journaled = change.journaled
         outcome.notes[:0] = notes
@@ -797,7 +542,12 @@ class Board:
     def claim(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
         """Take task_id, or the first claimable task in ready order, for owner
         (taskboard.claims); with a lease of `lease` seconds the claim ends unless renewed."""
-        return self.authority.claim(self, task_id, owner, lease)
+        outcome = self.authority.claim(self, task_id, owner, lease)
+        if outcome is None:  # the authority has no say: this clone's own rules decide
+            from . import claims
+
+            outcome = claims.claim(self, task_id, owner, lease)
+        return outcome
 
     def claim_wait(
         self,
@@ -832,14 +582,7 @@ class Board:
         return claims.fail(self, task_id, note)
 
     def require_board(self, task_ids: Iterable[int]) -> None:
-        """Naming a task on a board that does not exist yet is 'not found', and must not
-        create the board folder on the way (a failed command changes nothing). A caller's
-        name that no owner could have is a usage error before that."""
-        check_caller(self.caller)
-        for task_id in task_ids:
-            if not self.store.root.is_dir():
-                self.store.task_ids()  # a path that is a file: usage error
-                raise NotFound(f"no task #{task_id}")
+        require_board(self.store, self.caller, task_ids)
 
     def _guard(self, record: Record, patch: Patch, force: bool, outcome: Outcome) -> None:
         """Ownership (DESIGN §3, tightened in §7): a named caller may not change the
@@ -963,84 +706,6 @@ def check_note(note: str) -> str:
 _CONTROL_IN_NOTE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def check_filters(
-    ready: bool,
-    blocked: bool,
-    statuses: Iterable[str] = (),
-    labels: Iterable[str] = (),
-    priority: int | None = None,
-    grep: str | None = None,
-    limit: int | None = None,
-    parent: int | None = None,
-    overdue: bool = False,
-) -> dict[str, Any]:
-    """Every usage error of a selection's filters, before the board is read; the filters
-    as select uses them: `statuses` (the contract's names), `states` (ready, blocked),
-    `labels`, `grep` (casefolded)."""
-    if ready and blocked:
-        raise UsageError("ready and blocked exclude each other; ask for one", "ready-and-blocked")
-    parsed = {parse_status(status, states=True) for status in statuses}
-    if priority is not None:
-        FIELD["priority"].check(priority)  # type: ignore[misc]
-    if limit is not None:
-        check_limit(limit)
-    if grep is not None:
-        check_grep(grep)
-    return {
-        "statuses": parsed - {"ready", "blocked"},
-        "states": parsed & {"ready", "blocked"},
-        "labels": [check_label(label) for label in labels],
-        "grep": None if grep is None else grep.casefold(),
-        "overdue": overdue,
-    }
-
-
-def check_grep(text: str) -> str:
-    if not isinstance(text, str) or not text:
-        raise UsageError("the text to search for is empty", "grep")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("the text to search for is not valid UTF-8 text", "grep") from None
-    return text
-
-
-def _fields_pass(
-    record: Record,
-    owner: str | None,
-    labels: set[str],
-    priority: int | None,
-    needle: str | None,
-    parent: int | None = None,
-    overdue: str | None = None,
-) -> bool:
-    """Whether a record passes the filters on its fields (select_ids); `overdue`: the time
-    now, when only open tasks due before it pass."""
-    return (
-        (parent is None or parent_of(record) == parent)
-        and (overdue is None or (record["status"] in OPEN and (when_of(record, "due") or "~") < overdue))
-        and (owner is None or record["owner"] == owner)
-        and (not labels or labels.issubset(labels_of(record)))
-        and (priority is None or priority_of(record) == priority)
-        and (needle is None or needle in f"{record['subject']}\n{record['description']}".casefold())
-    )
-
-
-def open_only(query: dict[str, Any], ready: bool, blocked: bool) -> bool:
-    """Whether only open tasks can pass these filters (check_filters' `query`): then a
-    listing without history answers them."""
-    wanted, states = query["statuses"], query["states"]
-    return ready or blocked or query.get("overdue", False) or bool((wanted or states) and wanted <= OPEN)
-
-
-def page(items: list, limit: int | None, last: bool = False) -> tuple[list, int]:
-    """At most `limit` of `items` (the first ones, or with `last` the last ones), and how
-    many there were in all: what `--limit N` shows of `list`, `ready` and `log`."""
-    if limit is None or limit >= len(items):
-        return items, len(items)
-    return (items[len(items) - limit :] if last else items[:limit]), len(items)
-
-
 def meta_fields(fields: dict[str, Any]) -> dict[str, Any]:
     """Values of META_FIELDS given by name (None: not given), checked and as the record
     keeps them; empty labels are left out."""
@@ -1066,37 +731,9 @@ def _transition(old: str, new: str) -> str:
     return "released" if new == "pending" else "started"
 
 
-def check_caller(caller: str) -> str:
-    """Who is calling, as the journal and every refusal will name them: a name an owner
-    could have (no control characters), or nobody."""
-    if caller:
-        try:
-            check_owner(caller)
-        except UsageError as exc:
-            raise UsageError(exc.message.replace("the owner name", "the caller's name"), "caller") from None
-    return caller
-
-
 def _refuse_deleted(record: Record, doing: str) -> None:
     if record["status"] == "deleted":
         raise Refused(f"#{record['id']} is deleted; cannot {doing}")
-
-
-def link(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome) -> None:
-    """Add the edge blocker → dependent, refusing one that would close a cycle."""
-    cycle = graph.cycle_through_new_edge(blocker_id, dependent_id, change.successors)
-    if cycle:
-        raise Refused(
-            f"#{blocker_id} cannot block #{dependent_id}: that would close the cycle {graph.format_cycle(cycle)}"
-        )
-    blocker = change.edit(blocker_id)
-    if dependent_id not in blocker["blocks"]:
-        blocker["blocks"] = blocker["blocks"] + [dependent_id]
-        outcome.events.append(Event(dependent_id, "linked", blocker=blocker_id, dependent=dependent_id))
-    if blocker["status"] in OPEN:
-        dependent = change.edit(dependent_id)
-        if blocker_id not in dependent["blockedBy"]:
-            dependent["blockedBy"] = dependent["blockedBy"] + [blocker_id]
 
 
 def _follow_parent(change: Change, record: Record, old_parent: int | None, outcome: Outcome) -> None:

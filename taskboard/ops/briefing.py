@@ -15,7 +15,8 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
-    from .board import Board, Listing
+    from .board import Board
+    from .query import Listing
 
 DEFAULT_READY = 5  # how many ready tasks a briefing names
 
@@ -72,6 +73,7 @@ class Briefing:
 def brief(board: Board, limit: int = DEFAULT_READY) -> Briefing:
     """The briefing for the board's caller: one listing, one look at the runtime state."""
     from . import claims
+    from .query import Query
 
     listing = board.listing()
     caller = board.caller
@@ -84,7 +86,9 @@ def brief(board: Board, limit: int = DEFAULT_READY) -> Briefing:
         mine = [record for record in open_records if record["owner"] == caller]
         found.held = [record for record in mine if record["status"] == "in_progress"]
         found.reserved = [record for record in mine if record["status"] == "pending"]
-    takeable = [record for record in board.select(listing, ready=True) if record["owner"] in ("", caller) or not caller]
+    takeable = [
+        record for record in board.select(listing, Query(ready=True)) if record["owner"] in ("", caller) or not caller
+    ]
     found.ready_total = len(takeable)
     found.ready = takeable[:limit]  # select gives ready tasks in ready order (graph.ready_order)
     return found

@@ -29,7 +29,7 @@ from ..disk.store import Store, read_bytes, settled_bytes
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from .board import Change
+    from .change import Change
 
 _LOOKS_LIKE_TASK = re.compile(r"task_.*\.json")
 

@@ -26,12 +26,13 @@ from ..disk.state import MAX_NOTE, STUCK_AFTER, Entry, State, duration_text, for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from ..core.model import Record
     from ..disk.store import Store
     from ..disk.watch import Stop
-    from .board import Board, Change
+    from .change import Change, Desk
 
 WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (well inside the contract's 1 s)
 
@@ -122,7 +123,7 @@ def _where(mark: dict) -> str:
 # -- claiming --------------------------------------------------------------------------------------
 
 
-def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+def claim(board: Desk, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
     """Take task_id (or the first claimable task in ready order) for owner, optionally with a
     lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
     check_claimer(owner)
@@ -365,7 +366,7 @@ def offered(change: Change, runtime: Runtime, record: Record, owner: str) -> boo
 # -- renewing ----------------------------------------------------------------------------------------
 
 
-def renew(board: Board, task_id: int, lease: float | None = None) -> Outcome:
+def renew(board: Desk, task_id: int, lease: float | None = None) -> Outcome:
     """The caller renews its lease on task_id (for `lease` seconds when given, else for
     the lease it has). Changes no task file and journals nothing."""
     owner = board.caller
@@ -413,14 +414,14 @@ def renew(board: Board, task_id: int, lease: float | None = None) -> Outcome:
 # -- what a change records ----------------------------------------------------------------------------
 
 
-def before_commit(board: Board, change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
+def before_commit(change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
     """What an update adds to the runtime state, checked and planned before its commit:
     `force` (override a takeover), `retry` (clear the failed attempts), `failure` (a
     failed attempt with this note). A named holder changing its task renews its lease;
     one whose task was taken over in another worktree is refused."""
     record = change.get(task_id)
-    caller = board.caller
-    state = state_of(board.store)
+    caller = change.actor  # the caller, as the change journals them
+    state = state_of(change.store)
     runtime = Runtime(state)
     entry = runtime.entry(record)
     plan: dict[str, Any] = {}
@@ -446,6 +447,14 @@ def before_commit(board: Board, change: Change, task_id: int, outcome: Outcome, 
         outcome.events.append(Event(task_id, "failed", **noted, attempts=entry.attempts + 1, by=by))
     if plan:
         change.runtime.setdefault(task_id, {}).update(plan)
+
+
+def keep(change: Change, moved: list[Record], write: Callable[[], None]) -> None:
+    """A board's commit hook (Change.keep): the files written under the runtime state's
+    lock, and the state brought up to date with them."""
+    with state_of(change.store).locked():
+        write()
+        record(change, moved)
 
 
 def record(change: Change, moved: list[Record]) -> None:
@@ -498,14 +507,14 @@ def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
             entry.done = None
 
 
-def fail(board: Board, task_id: int, note: str) -> Outcome:
+def fail(board: Desk, task_id: int, note: str) -> Outcome:
     """Record a failed attempt at task_id without changing its file (a gate that failed)."""
     board.require_board([task_id])
     with board.store.writing() as notes:
         change = board.change()
         change.get(task_id)
         outcome = Outcome()
-        before_commit(board, change, task_id, outcome, failure=note, force=True)
+        before_commit(change, task_id, outcome, failure=note, force=True)
         outcome.written = change.commit(outcome.events)
         outcome.journaled = change.journaled
         outcome.record = change.get(task_id)
@@ -595,7 +604,7 @@ def not_offered(store: Store, records: list[Record]) -> set[int]:
 
 
 def claim_wait(
-    board: Board,
+    board: Desk,
     task_id: int | None,
     owner: str,
     lease: float | None = None,
@@ -654,7 +663,7 @@ def claim_wait(
             watcher.close()
 
 
-def _attempt(board: Board, task_id: int | None, owner: str, lease: float | None) -> tuple[Outcome | None, Any]:
+def _attempt(board: Desk, task_id: int | None, owner: str, lease: float | None) -> tuple[Outcome | None, Any]:
     """One claim: (its outcome, None), or (None, the refusal a waiter may outwait); a
     missing task, and any other failure, is raised."""
     try:
@@ -669,21 +678,28 @@ def _attempt(board: Board, task_id: int | None, owner: str, lease: float | None)
         return None, exc
 
 
-def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
+def prospects(board: Desk, owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
     """(whether some open task — task_id, when given — could still come to `owner`, the
     next moment a lease runs out, and when none can, every reason why in words). A task
     can come unless it is stuck, reserved for someone else, held by the owner itself,
     completed in another worktree, or waits on a task that cannot finish without the
     owner or a person (stuck, held by the owner, completed only elsewhere, unreadable, or
     on a cycle)."""
-    listing = board.listing(history=False)  # only open tasks can come, and only open blockers hold them
+    from ..disk.index import snapshot
+
+    store = board.store
+    with store.reading():
+        shot = snapshot(store, history=False)  # only open tasks can come, and only open blockers hold them
+    if not shot.ids:  # an empty board, or a Claude Code task list without its mark (taskboard.ops.query.read)
+        store.refuse_claude_list(store.names())
+    open_records, lookup = [shot.open[task_id] for task_id in sorted(shot.open)], shot.lookup
     state = state_of(board.store)
     runtime = Runtime(state)
-    records = {record["id"]: record for record in listing.open_records}
+    records = {record["id"]: record for record in open_records}
     finishing: dict[int, bool] = {}
 
     def can_finish(blocker_id: int, path: frozenset) -> bool:
-        blocker = listing.lookup(blocker_id)
+        blocker = lookup(blocker_id)
         if blocker is None or blocker["status"] not in OPEN:
             return True  # done or gone: blocks nothing
         if "id" not in blocker or blocker_id in path:
@@ -695,7 +711,7 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
                 not entry.stuck
                 and not (other is not None and other[0] == "completed")
                 and not (blocker["status"] == "in_progress" and blocker["owner"] == owner)
-                and all(can_finish(b, path | {blocker_id}) for b in graph.open_blockers(blocker, listing.lookup))
+                and all(can_finish(b, path | {blocker_id}) for b in graph.open_blockers(blocker, lookup))
             )
         return finishing[blocker_id]
 
@@ -715,9 +731,9 @@ def prospects(board: Board, owner: str, task_id: int | None) -> tuple[bool, floa
         if status == "in_progress" and record["owner"] == owner:
             return "yours"  # an agent never waits on itself
         path = frozenset({record["id"]})
-        return None if all(can_finish(b, path) for b in graph.open_blockers(record, listing.lookup)) else "waiting"
+        return None if all(can_finish(b, path) for b in graph.open_blockers(record, lookup)) else "waiting"
 
-    chosen = listing.open_records if task_id is None else [records[task_id]] if task_id in records else []
+    chosen = open_records if task_id is None else [records[task_id]] if task_id in records else []
     hope = any(why_not(record) is None for record in chosen)
     expiries = [
         expires

@@ -16,20 +16,19 @@ if TYPE_CHECKING:
     from ..core.model import Record
     from ..core.outcome import Note, Outcome
     from ..disk.store import Store
+    from .change import Change  # the change about to be written (Board.change)
 
     Board = Any  # the board that asks (taskboard.ops.board), which imports this port: no arrow back
-    Change = Any  # its change about to be written (Board.change)
     Undo = Callable[[], None]
 
 
 class Authority:
     """Claims decided on this clone alone: the board's own rules, nothing else asked."""
 
-    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
-        """Take task_id, or the first claimable task in ready order, for owner."""
-        from . import claims
-
-        return claims.claim(board, task_id, owner, lease)
+    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome | None:
+        """Take task_id, or the first claimable task in ready order, for owner; None: the
+        authority has no say, and the board claims by its own rules (taskboard.ops.claims)."""
+        return None
 
     def poll(
         self, store: Store, board: Board | None = None, catch_up: Callable[[Board], None] | None = None
@@ -72,7 +71,7 @@ class Deferred(Authority):
             self._made = self._make()
         return self._made
 
-    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome | None:
         return self._it().claim(board, task_id, owner, lease)
 
     def poll(

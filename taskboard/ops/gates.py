@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.model import Record
-    from .board import Board, Change
+    from .change import Change, Desk
 
 DEFAULT_TIMEOUT = 600.0
 OUTPUT_TAIL = 2000  # characters of a failed gate's output kept in the journal
@@ -91,7 +91,7 @@ class _RunFirst(Exception):
         self.command, self.seen = command, seen
 
 
-def complete(board: Board, task_id: int, timeout: float | None, attempt: Callable[[Any], Outcome]) -> Outcome:
+def complete(board: Desk, task_id: int, timeout: float | None, attempt: Callable[[Any], Outcome]) -> Outcome:
     """Complete through the gate: `attempt(check)` runs the board's update with `check`
     called under the lock just before its commit (see the module's lock dance)."""
     timeout = DEFAULT_TIMEOUT if timeout is None else check_timeout(timeout)
@@ -122,7 +122,7 @@ def _seen(record: Record, command: str) -> tuple:
     return (record["status"], record["owner"], command)
 
 
-def _rehearse(board: Board) -> Callable[[Change, int, Outcome, bool], None]:
+def _rehearse(board: Desk) -> Callable[[Change, int, Outcome, bool], None]:
     def check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
         completing = _completing(change, task_id)
         command = gate_of(completing[1]) if completing else None
@@ -144,7 +144,7 @@ def _rehearse(board: Board) -> Callable[[Change, int, Outcome, bool], None]:
     return check
 
 
-def _confirm(board: Board, command: str, seen: tuple, result: GateResult) -> Callable[..., None]:
+def _confirm(board: Desk, command: str, seen: tuple, result: GateResult) -> Callable[..., None]:
     def check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
         completing = _completing(change, task_id)
         now = _seen(completing[0], gate_of(completing[1]) or "") if completing else None
@@ -197,16 +197,16 @@ def unsound(change: Change, record: Record) -> str | None:
     return None
 
 
-def _record_failure(board: Board, task_id: int, result: GateResult) -> Outcome:
+def _record_failure(board: Desk, task_id: int, result: GateResult) -> Outcome:
     """A failed attempt, as `release --failed` records one (counted in the runtime state,
-    taskboard.claims), journaled with the gate's result; the task file stays as it is."""
-    from . import claims
-
+    taskboard.ops.claims, through the change's hook), journaled with the gate's result; the
+    task file stays as it is."""
     with board.store.writing():
         change = board.change()
         change.get(task_id)
         outcome = Outcome()
-        claims.before_commit(board, change, task_id, outcome, failure=_headline(result), force=True)
+        if change.plan is not None:
+            change.plan(change, task_id, outcome, failure=_headline(result), force=True)
         for event in outcome.events:
             if event.what == "failed":
                 event.data["gate"] = result.summary()

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.model import Record
-    from .board import Board
+    from .change import Desk
 
 MAX_PLAN_BYTES = 16 << 20
 MAX_PLAN_TASKS = 10_000
@@ -236,10 +236,10 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_re
 # -- the change ----------------------------------------------------------------------------
 
 
-def import_plan(board: Board, tasks: list[PlanTask]) -> Outcome:
+def import_plan(board: Desk, tasks: list[PlanTask]) -> Outcome:
     """Create the plan's tasks and edges as one change. The outcome's `created` events
     carry each task's `key`, in the plan's order."""
-    from .board import link
+    from .change import link
 
     named = sorted(
         {other for task in tasks for other in [*task.blocked_by, *task.blocks, task.parent] if isinstance(other, int)}
@@ -401,14 +401,16 @@ def _claude_task(key: str, document: dict) -> PlanTask:
     return task
 
 
-def export_claude(board: Board, folder: str) -> list[Record]:
+def export_claude(board: Desk, folder: str) -> list[Record]:
     """The board's open work written as a Claude Code task list in `folder` (made, or
     empty): `N.json` per pending or in-progress task with its id as text, its edges among
     them, `activeForm` and other keys it came in with (metadata.claude) given back, and
     `.highwatermark`. The records written out, in id order."""
     import os
 
-    listing = board.listing(history=False)
+    from .query import read
+
+    listing = read(board.store, history=False)
     opened = listing.open_records
     try:
         os.makedirs(folder, exist_ok=True)

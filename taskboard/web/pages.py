@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 
 from ..core import graph
-from ..core.errors import TaskError, UsageError
+from ..core.errors import UsageError
 from ..core.model import MARKERS, Record, labels_of, parse_priority, parse_status
 from ..core.states import held_back
 from ..views import viewmodel as views
@@ -28,7 +28,8 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..ops.board import Board, Listing
+    from ..ops.board import Board
+    from ..ops.query import Listing
 
 # The terminal's symbols (taskboard.render's colour language, README "Colours"); the
 # colours live in static/board.css under the same state names.
@@ -103,9 +104,10 @@ class Filters:
         """The ids that pass, or None when no filter is set (the whole board)."""
         if not self.active:
             return None
-        return board.select_ids(
-            listing, self.statuses, self.owner, labels=self.labels, priority=self.priority, grep=self.text
-        )
+        from ..ops.query import Query
+
+        query = Query(self.statuses, self.owner, labels=self.labels, priority=self.priority, grep=self.text)
+        return board.select_ids(listing, query)
 
 
 def _last(params: Mapping[str, list[str]], key: str) -> str:
@@ -127,20 +129,9 @@ STATUS_CHOICES = (
 def facts_of(board: Board, records: list[Record]) -> dict[int, dict]:
     """What the runtime state adds to these tasks (taskboard.claims, taskboard.remote), as
     the command line's views read it; nothing when it cannot be read: it never fails a page."""
-    from ..git.claimrefs import remote_facts
-    from ..ops.claims import facts
-    from ..ops.gates import is_gate_failure
+    from ..git.claimrefs import every_fact
 
-    try:
-        found = facts(board.store, records)
-        for task_id, fact in remote_facts(board.store, records).items():
-            found.setdefault(task_id, {}).setdefault("elsewhere", fact["elsewhere"])
-    except (TaskError, OSError):
-        return {}
-    for fact in found.values():
-        if is_gate_failure(str(fact.get("last_failure") or "")):
-            fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
-    return shown_value(found, lines=True)
+    return shown_value(every_fact(board.store, records), lines=True)
 
 
 # -- the kanban -----------------------------------------------------------------------
