@@ -18,6 +18,7 @@ from ..core.errors import UsageError
 from ..core.model import (
     MAX_DESCRIPTION,
     MAX_META_DEPTH,
+    META_FIELDS,
     REMOVE,
     NonFinite,
     Patch,
@@ -253,6 +254,21 @@ def common_options(command):
     return command
 
 
+def declared_options(command):
+    """A text flag for each metadata field that declares its words (core.model.Field.help):
+    a new field needs no option written here."""
+    for field in reversed([field for field in META_FIELDS if field.help]):
+        command = click.option(f"--{field.name}", "declared_" + field.name, metavar="TEXT", help=field.help)(command)
+    return command
+
+
+def declared_values(given: dict[str, Any]) -> dict[str, Any]:
+    """The declared fields' flags (declared_options) as a Patch or create takes them:
+    by name, "" as REMOVE, an absent flag left out."""
+    found = {key.removeprefix("declared_"): value for key, value in given.items() if value is not None}
+    return {name: REMOVE if value == "" else value for name, value in found.items()}
+
+
 def _description(value: str) -> str:
     """`-d -` reads the description from stdin (UTF-8)."""
     return _text(value, "the description")
@@ -342,6 +358,7 @@ def init(inv: Invocation, remote):
 @click.option("--parent", type=TASK_ID, help="The task this one is part of (it blocks its parent).")
 @click.option("--after", type=WHEN, help="Not ready before then: 2h, 3d, 2026-12-24, 2026-12-24T09:00 (UTC).")
 @click.option("--due", type=WHEN, help="Due then (earlier due first among equal priorities).")
+@declared_options
 @common_options
 @pass_inv
 def create(
@@ -356,7 +373,8 @@ def create(
     """
     fields = {"priority": priority, "labels": list(labels) if labels else None, "accept": accept or None}
     fields["gate"] = gate or None
-    fields.update({name: None if value is REMOVE else value for name, value in when.items()})
+    declared = declared_values({key: when.pop(key) for key in list(when) if key.startswith("declared_")})
+    fields.update({name: None if value is REMOVE else value for name, value in (when | declared).items()})
     return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta), **fields)
 
 
@@ -397,6 +415,7 @@ def get(inv: Invocation, task_id, fields):
 @click.option("--no-parent", is_flag=True, help="It is part of no task any more (the edge to its parent goes).")
 @click.option("--after", type=WHEN, help='Not ready before then: 2h, 3d, an ISO date or time ("" removes it).')
 @click.option("--due", type=WHEN, help='Due then: 2h, 3d, an ISO date or time ("" removes it).')
+@declared_options
 @common_options
 @pass_inv
 def update(
@@ -423,6 +442,7 @@ def update(
     no_parent,
     after,
     due,
+    **declared,
 ):
     """Change a task; all flags apply as one change, or none does.
 
@@ -434,6 +454,8 @@ def update(
     metadata = _meta(meta)
     removed = {name: REMOVE for name, value in (("accept", accept), ("gate", gate)) if value == ""}
     removed.update({name: REMOVE for name, value in (("after", after), ("due", due)) if value is REMOVE})
+    declared = declared_values(declared)
+    removed.update({name: value for name, value in declared.items() if value is REMOVE})
     if parent is not None and no_parent:
         raise UsageError("--parent and --no-parent exclude each other; say one", "parent")
     if no_parent:
@@ -458,6 +480,7 @@ def update(
         parent=parent,
         after=None if after is REMOVE else after,
         due=None if due is REMOVE else due,
+        **{name: value for name, value in declared.items() if value is not REMOVE},
     )
     return commands.update(inv, task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout)
 

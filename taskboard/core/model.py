@@ -463,9 +463,11 @@ class Field:
     s12 keys; the others are extensions a rewrite adds), what makes a value of the
     right type unusable in a file (`flaw`: the (rule, message) of `check`, or None),
     and, when a caller may set it in a Patch, the check its new value must pass
-    (`check`, raising UsageError)."""
+    (`check`, raising UsageError). A metadata field with `help` (what its value means,
+    in words) gets a text flag of its own name on `create` and `update` (`--NAME TEXT`;
+    "" removes it), with nothing more to write: taskboard.cli.parser reads META_FIELDS."""
 
-    __slots__ = ("check", "default", "flaw", "kind", "name", "required")
+    __slots__ = ("check", "default", "flaw", "help", "kind", "name", "required")
 
     def __init__(
         self,
@@ -475,9 +477,10 @@ class Field:
         required: bool = False,
         check: Callable[[Any], Any] | None = None,
         flaw: Callable[[Any], tuple[str, str] | None] | None = None,
+        help: str = "",
     ):
         self.name, self.kind, self.default, self.required = name, kind, default, required
-        self.check, self.flaw = check, flaw
+        self.check, self.flaw, self.help = check, flaw, help
 
     @property
     def editable(self) -> bool:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ...core.model import Record
 from ...core.states import held_back, state
-from ..plain import EVENTS_SHOWN, trouble_words
+from ..plain import EVENTS_SHOWN, OWN_ROWS, trouble_words
 from ..plain import task_text as plain_text_of_task
 from ..viewmodel import STATE_LABELS, Notes, epoch, span, task_line, times, when_text
 from .common import (
@@ -50,7 +50,6 @@ def _neighbour_line(other_id: int, other: Record | None, lookup, plain: bool) ->
 
 
 # metadata keys with a row of their own in `get` (DESIGN §7), shown in this order
-_OWN_ROWS = ("priority", "labels", "accept", "gate", "parent", "after", "due")
 
 
 def _value(value: Any) -> str:
@@ -193,7 +192,7 @@ def task_view(
             fields.add_row(label, none)
             continue
         fields.add_row(label, Group(*(_neighbour_line(i, neighbours.get(i), lookup, plain) for i in ids)))
-    rest = {name: value for name, value in (record.get("metadata") or {}).items() if name not in _OWN_ROWS}
+    rest = {name: value for name, value in (record.get("metadata") or {}).items() if name not in OWN_ROWS}
     if rest:
         meta = Table.grid(padding=(0, 2))
         meta.add_column(no_wrap=True)
