@@ -52,17 +52,7 @@ if TYPE_CHECKING:
         def local(self) -> Desk:
             """This desk with claims decided on this clone alone."""
 
-        def update(
-            self,
-            task_id: int,
-            patch: Patch,
-            force: bool = False,
-            note: str = "",
-            failed: bool = False,
-            release: bool = False,
-            retry: bool = False,
-            gate_timeout: float | None = None,
-        ) -> Outcome:
+        def update(self, task_id: int, patch: Patch, force: bool = False) -> Outcome:
             """One change to a task (taskboard.ops.board.Board.update)."""
 
 
