@@ -53,3 +53,36 @@ def tasks(board: Path, *args: str, caller: str | None = None) -> subprocess.Comp
     """The command line as a real process, on the same board."""
     argv = [*TASKS, "--dir", str(board), *(["--as", caller] if caller else []), *args]
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+# -- a real browser ------------------------------------------------------------------------
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+
+
+def chromium(profile: Path, width: int, height: int, *flags: str, console_log: bool = False):
+    """The distribution's headless Chromium through chromium-driver (selenium), with its
+    profile in `profile`, a window of width by height, and these flags more; with
+    `console_log`, the browser's console kept for driver.get_log("browser")."""
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in (*CHROMIUM_FLAGS, *flags, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    if console_log:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)

@@ -16,39 +16,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
-from served import Served, tasks
+from served import Served, chromium, tasks
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-)
 WAIT = 20  # seconds a condition may take on a loaded machine before the test fails
 
 
 @pytest.fixture(scope="module")
 def browser():
     profile = tempfile.mkdtemp(prefix="tasks-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={profile}")
-    options.add_argument("--window-size=1280,900")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver = chromium(Path(profile), 1280, 900, console_log=True)
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
