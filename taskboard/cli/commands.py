@@ -100,7 +100,8 @@ def damage(inv: Invocation, listing: Listing) -> None:
 
 
 def init(inv: Invocation, remote: str | None = None) -> int:
-    from ..git.wiring import GitError, find_repo, wire
+    from ..git.run import GitError
+    from ..git.wiring import find_repo, wire
 
     if remote is not None and find_repo(inv.board.store.root) is None:
         raise UsageError("claims through a remote need the board inside a git work tree", "no-git")

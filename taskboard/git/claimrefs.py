@@ -39,6 +39,7 @@ import time
 from ..core.errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
 from ..core.outcome import Note, Outcome
 from ..ops.coordination import Authority
+from .run import Git, failure
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -58,7 +59,6 @@ CLAIMS = "refs/tasks/claims/"
 KIND = "tasks-claim"
 STATES = ("claimed", "released", "done")
 ATTEMPTS = 4  # compare-and-swap attempts before giving up on a ref that keeps moving
-NETWORK_TIMEOUT = 60.0  # seconds a git command talking to the remote may take
 POLL = 2.0  # seconds between fetches of the claim refs while `claim --wait` waits
 
 
@@ -94,53 +94,6 @@ def config_of(store: Store) -> Config | None:
 
 
 # -- git ----------------------------------------------------------------------------------------
-
-
-class Git:
-    """git run in the board's work tree; a failure to start it is a usage error."""
-
-    def __init__(self, store: Store):
-        self.cwd = str(store.root if store.root.is_dir() else store.root.parent)
-
-    def run(
-        self,
-        *args: str,
-        input: bytes | None = None,
-        network: bool = False,
-        check: bool = False,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-    ) -> subprocess.CompletedProcess:
-        env = {**os.environ, **(env or {}), "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
-        env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")
-        import subprocess  # here: `ready` asks this module whether claims go to a remote, and must not pay for it
-
-        try:
-            done = subprocess.run(
-                ["git", *args],
-                cwd=cwd or self.cwd,
-                input=input,
-                capture_output=True,
-                env=env,
-                timeout=NETWORK_TIMEOUT if network else None,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise Busy(f"git {args[0]} got no answer within {NETWORK_TIMEOUT:g} s", "remote-timeout") from None
-        except OSError as exc:
-            raise UsageError(f"cannot run git: {exc.strerror}", "no-git") from None
-        if check and done.returncode != 0:
-            raise UsageError(f"git {args[0]} failed: {err(done)}", "git-failed")
-        return done
-
-    def out(self, *args: str, input: bytes | None = None, env: dict[str, str] | None = None) -> str:
-        return self.run(*args, input=input, check=True, env=env).stdout.decode("utf-8", "replace").strip()
-
-
-def err(done: subprocess.CompletedProcess) -> str:
-    text = done.stderr.decode("utf-8", "replace").strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    return "; ".join(lines[:3]) or f"exit {done.returncode}"
 
 
 # -- claim documents ------------------------------------------------------------------------------
@@ -243,7 +196,7 @@ def all_known(git: Git, config: Config) -> dict[str, Known]:
 
 def unreachable(config: Config, done: subprocess.CompletedProcess) -> Busy:
     return Busy(
-        f"the remote {config.name} cannot be reached, so no claim can be won there ({err(done)})",
+        f"the remote {config.name} cannot be reached, so no claim can be won there ({failure(done)})",
         "remote-unreachable",
         remote=config.name,
     )
@@ -1122,7 +1075,9 @@ def check_problems(board: Board, fix: bool = False) -> list[Problem]:
     if fix:
         fetched = fetch_all(git, config)
         if fetched.returncode != 0:
-            return [Problem(None, None, "claim-ref", f"the remote {config.name} cannot be reached ({err(fetched)})")]
+            return [
+                Problem(None, None, "claim-ref", f"the remote {config.name} cannot be reached ({failure(fetched)})")
+            ]
     refs = all_known(git, config)
     records, _damaged = board.store.read_all()
     by_uid = {r["uid"]: r for r in records if isinstance(r.get("uid"), str)}

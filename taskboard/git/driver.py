@@ -217,12 +217,12 @@ def answer_ahead(git_dir: str, board: str) -> None:
     find the answer without starting Python. Which commit is "theirs" is read from the
     rebase's state or the merge's reflog action; a wrong guess costs only the shortcut,
     since an answer is used only for exactly the bytes it was computed from."""
-    import subprocess
-
     from ..core import merging
+    from .run import checked
+    from .run import git as run_git
 
     def git(*args: str, data: bytes | None = None) -> bytes:
-        return subprocess.run(["git", *args], input=data, capture_output=True, check=True).stdout
+        return checked(run_git(*args, input=data), args).stdout
 
     operation = _operation(git_dir)
     theirs = _theirs(git_dir, operation, git)

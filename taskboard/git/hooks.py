@@ -46,7 +46,9 @@ def _common_dir(store: Store) -> str | None:
 
 
 def _git(common: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", f"--git-dir={common}", "config", "--local", *args], capture_output=True, check=False)
+    from .run import git
+
+    return git(f"--git-dir={common}", "config", "--local", *args)
 
 
 def _clone(store: Store) -> str:

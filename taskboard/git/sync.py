@@ -39,7 +39,8 @@ from pathlib import Path
 from ..core import graph
 from ..core.errors import Busy, Refused, UsageError
 from . import wiring as gitwire
-from .claimrefs import NETWORK_TIMEOUT, Git, config_of, err
+from .claimrefs import config_of
+from .run import NETWORK_TIMEOUT, Git, failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None
         if fetched.returncode == 0:
             remote_head = _rev(git, tracking)
         elif b"couldn't find remote ref" not in fetched.stderr:
-            raise Busy(f"the remote {name} cannot be reached: {err(fetched)}", "remote-unreachable", remote=name)
+            raise Busy(f"the remote {name} cannot be reached: {failure(fetched)}", "remote-unreachable", remote=name)
         target, notes = plumbing.combine(commit, remote_head, name, tracking)
         result.merged = target not in (commit, remote_head)
         if result.merged and target is not None:
@@ -164,7 +165,7 @@ def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None
         pushed = git.run("push", "--porcelain", "--no-verify", name, f"{target}:{merge_ref}", network=True)
         flag = _push_flag(pushed, merge_ref)
         if flag is None:
-            raise Busy(f"the remote {name} cannot be reached: {err(pushed)}", "remote-unreachable", remote=name)
+            raise Busy(f"the remote {name} cannot be reached: {failure(pushed)}", "remote-unreachable", remote=name)
         if flag != "!":
             result.pushed = True
             result.notes += notes
@@ -175,7 +176,7 @@ def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None
         result.merged = False
         moved = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
         if (moved[0] if moved else None) == remote_head:  # not a race: the remote refuses this push
-            raise Refused(f"{name} refused the push: {err(pushed)}", "push-refused", remote=name)
+            raise Refused(f"{name} refused the push: {failure(pushed)}", "push-refused", remote=name)
     raise Busy(f"{name} kept moving: {ATTEMPTS} pushes were refused; sync again", "remote-moving", remote=name)
 
 
@@ -296,7 +297,7 @@ class _Plumbing:
             return old
         done = self.git.run("commit-tree", tree, *(["-p", old] if old else []), "-m", MESSAGE)
         if done.returncode != 0:
-            raise UsageError(f"cannot commit the board: {err(done)}", "commit-failed")
+            raise UsageError(f"cannot commit the board: {failure(done)}", "commit-failed")
         return done.stdout.decode().strip()
 
     # -- the merge ---------------------------------------------------------------------------
@@ -332,7 +333,7 @@ class _Plumbing:
         tree = self._with_board(tree, exact, base, ours, theirs)
         merged = self.git.run("commit-tree", tree, "-p", ours, "-p", theirs, "-m", f"tasks: merge {name}'s board")
         if merged.returncode != 0:
-            raise UsageError(f"cannot commit the merge: {err(merged)}", "commit-failed")
+            raise UsageError(f"cannot commit the merge: {failure(merged)}", "commit-failed")
         target = merged.stdout.decode().strip()
         self._outside_clean(ours, target)
         notes = [
@@ -360,7 +361,7 @@ class _Plumbing:
         lines = done.stdout.decode("utf-8", "replace").split("\n")
         if done.returncode not in (0, 1) or not lines[0]:
             raise Refused(
-                f"git cannot merge {tracking} without a person ({err(done)}); nothing was merged: "
+                f"git cannot merge {tracking} without a person ({failure(done)}); nothing was merged: "
                 "merge it yourself, then sync",
                 "merge-failed",
             )
@@ -537,7 +538,7 @@ class _Plumbing:
         if moved.returncode != 0 and _rev(self.git, "HEAD") != target:
             _unlink(str(marker))
             raise Refused(
-                f"HEAD moved while sync ran ({err(moved)}); the board holds the merge: sync again", "head-moved"
+                f"HEAD moved while sync ran ({failure(moved)}); the board holds the merge: sync again", "head-moved"
             )
         _stop("head")
         self._land_index(target)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from ..core.errors import Corrupt
 from ..core.model import decode, encode, file_name, id_from_file_name
 from .driver import CACHE, MARKER, read_small
 from .driver import read_marker as driver_read_marker
+from .run import GitError, checked, git
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -49,10 +49,6 @@ COMMIT_HINT = 'git add {board} && git commit -m "tasks: finish merging the board
 _IN_PROGRESS = ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
 
 
-class GitError(Exception):
-    """A git command failed; the message is git's own."""
-
-
 class Repo:
     """A work tree of a git repository: its top folder and its own git folder (a linked
     worktree has one of its own; config and hooks live in the common one)."""
@@ -67,18 +63,15 @@ class Repo:
         return out.decode("utf-8", "replace").rstrip("\n")
 
     def git_bytes(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        try:
-            done = subprocess.run(["git", *args], cwd=self.top, input=input, capture_output=True, check=False)
-        except OSError as exc:
-            raise GitError(f"cannot run git: {exc.strerror}") from None
-        if check and done.returncode != 0:
-            raise GitError(done.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+        done = git(*args, cwd=self.top, input=input)
+        if check:
+            checked(done, args)
         return done.stdout if done.returncode == 0 else b""
 
     def succeeds(self, *args: str) -> bool:
         try:
-            return subprocess.run(["git", *args], cwd=self.top, capture_output=True, check=False).returncode == 0
-        except OSError:
+            return git(*args, cwd=self.top).returncode == 0
+        except GitError:
             return False
 
     def in_progress(self, hook: str | None = None) -> str | None:
