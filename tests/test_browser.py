@@ -243,6 +243,31 @@ def test_cards_show_parents_and_dates_and_follow_the_command_line(browser, tmp_p
         served.stop()
 
 
+def test_a_task_reserved_for_someone_else_offers_no_claim_until_you_are_them(browser, tmp_path):
+    """A ready task reserved for bob: alice's page offers no Claim (the command line would
+    refuse hers); naming yourself bob on the page brings it, without a reload."""
+    board = tmp_path / ".tasks"
+    assert tasks(board, "create", "For bob", "--owner", "bob").returncode == 0
+    served = Served(board)
+    try:
+        named(browser, served, "alice")
+        assert "For bob" in text_of(browser, ".column.ready") and "@bob" in text_of(browser, ".column.ready")
+        assert browser.find_elements(By.ID, "claim-1") == []
+        browser.execute_script("window.__same_page = 'yes'")
+        name = browser.find_element(By.ID, "who-name")
+        name.clear()
+        name.send_keys("bob")
+        browser.find_element(By.CSS_SELECTOR, "#who button").click()
+        wait(browser, lambda: browser.find_elements(By.ID, "claim-1") != [], "bob's page never offered the claim")
+        assert browser.execute_script("return window.__same_page") == "yes"
+        click(browser, "claim-1")
+        wait(browser, lambda: record(board, 1)["status"] == "in_progress", "bob's claim never reached the board")
+        assert errors(browser) == []
+    finally:
+        browser.get("about:blank")  # leave before the server stops: its feed failing is no error of the page
+        served.stop()
+
+
 def test_a_page_that_lost_its_server_says_so_and_catches_up(browser, tmp_path):
     import socket
 

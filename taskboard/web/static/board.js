@@ -167,6 +167,7 @@
       form.querySelector("label").textContent = "you are";
       form.querySelector("button").textContent = "Change";
       say("You are " + reply.name + ": changes you make are journaled with this name.", true);
+      refresh(); // what the page offers depends on who you are (a task reserved for you, or for another)
     } else {
       say(await answer.text(), false);
     }
