@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections import deque
 from pathlib import Path
 from xml.etree import ElementTree
@@ -711,7 +712,9 @@ def test_watch_redraws_when_a_file_changes_and_stops_on_ctrl_c(sample, plain):
         elif len(naps) == 3:
             raise KeyboardInterrupt
 
-    watch_views.watch_board(sample, plain=plain, out=out, sleep=nap)  # returns: Ctrl-C ends it cleanly
+    # a clock that stands still: a second ticking by between the naps (a slow machine) would redraw once more
+    still = time.time()
+    watch_views.watch_board(sample, plain=plain, out=out, sleep=nap, clock=lambda: still)  # Ctrl-C ends it cleanly
     text = out.export_text()
     assert naps == [0.5, 0.5, 0.5]
     assert "Appeared while watching" in text and "#13" in text
