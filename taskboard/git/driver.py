@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
 
     base_path, ours_path, theirs_path, path = argv
     git_dir = find_git_dir(os.getcwd())  # git runs a driver at the top of the work tree
-    board = os.path.dirname(path) or "."
+    board = board_of(path)
     if git_dir is not None:
         try:  # noqa: SIM105 - contextlib is one more import on a path git starts a thousand times
             answer_ahead(git_dir, board)
@@ -56,6 +56,16 @@ def main(argv: list[str]) -> int:
     if git_dir is not None:
         note_run(git_dir, board)
     return 0
+
+
+def board_of(path: str) -> str:
+    """The board a task file belongs to: its folder, or for an archived task
+    (`BOARD/archive/task_N.json`, DESIGN §11) the folder above, unless the archive
+    folder is a board of its own (it holds the board's `.gitattributes`)."""
+    folder = os.path.dirname(path) or "."
+    if os.path.basename(folder) == "archive" and not os.path.exists(os.path.join(folder, ".gitattributes")):
+        return os.path.dirname(folder) or "."
+    return folder
 
 
 def _failed(git_dir: str | None, board: str, path: str, ours_path: str, versions: list[bytes], reason: str) -> int:

@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 
 from ..core import merging
-from ..core.errors import Corrupt
-from ..core.model import decode, encode, file_name, id_from_file_name
+from ..core.errors import Corrupt, NotFound
+from ..core.model import ARCHIVE_FOLDER, OPEN, archive_file_name, decode, encode, file_name, id_from_file_name
 from .driver import CACHE, MARKER, read_small
 from .driver import read_marker as driver_read_marker
 from .run import GitError, checked, git
@@ -355,6 +355,8 @@ class Settled:
         self.moved: list[tuple[str, int, int]] = []
         self.written: list[int] = []
         self.removed: list[int] = []
+        self.archived: list[int] = []  # tasks the merge left archived that the work tree held live
+        self.restored: list[int] = []  # tasks brought back from the archive (reopened on one side)
         self.unblocked: list[int] = []
         self.notes: list[str] = []
 
@@ -363,27 +365,36 @@ class Trees:
     """Boards as committed, read with two git commands per batch of commits; a blob read
     once serves every commit that holds it."""
 
-    def __init__(self, repo: Repo, board: str):
+    def __init__(self, repo: Repo, board: str, archive: bool = False):
         self.repo, self.board = repo, board
+        self.folders = [board + "/", f"{board}/{ARCHIVE_FOLDER}/"] if archive else [board + "/"]
         self.blobs: dict[str, list[Record]] = {}
+        self.archived: dict[str, set[str]] = {}  # by commit: the uids of its archived tasks (DESIGN §11)
 
     def boards(self, commits: Iterable[str]) -> dict[str, list[Record]]:
+        """Each commit's tasks, live and archived (an archived file is the same task as a
+        live one: merged by uid); `archived` says which were archived in each."""
         listing: dict[str, list[tuple[str, str]]] = {}
+        shelved: dict[str, set[str]] = {}
         for commit in commits:
-            raw = self.repo.git_bytes("ls-tree", "-z", commit, "--", self.board + "/")
-            entries = []
+            raw = self.repo.git_bytes("ls-tree", "-z", commit, "--", *self.folders)
+            entries, shelved[commit] = [], set()
             for item in raw.split(b"\0"):
                 if not item:
                     continue
                 meta, _, name = item.partition(b"\t")
                 _mode, kind, sha = meta.decode().split()
-                base = name.decode("utf-8", "replace").rpartition("/")[2]
+                folder, _, base = name.decode("utf-8", "replace").rpartition("/")
                 if kind == "blob" and id_from_file_name(base) is not None:
                     entries.append((sha, base))
+                    if folder.rpartition("/")[2] == ARCHIVE_FOLDER and folder != self.board:
+                        shelved[commit].add(sha)
             listing[commit] = entries
         wanted = sorted({sha for entries in listing.values() for sha, _ in entries} - set(self.blobs))
         if wanted:
             self._read_blobs(wanted, {sha: name for entries in listing.values() for sha, name in entries})
+        for commit, shas in shelved.items():
+            self.archived[commit] = {r["uid"] for sha in shas for r in self.blobs[sha] if isinstance(r.get("uid"), str)}
         return {commit: [r for sha, _ in entries for r in self.blobs[sha]] for commit, entries in listing.items()}
 
     def _read_blobs(self, shas: list[str], names: dict[str, str]) -> None:
@@ -423,20 +434,22 @@ def settle(store: Store, hook: str | None = None) -> Settled:
             clear_marker(repo)
             marker, exact = {}, None
         if isinstance(exact, tuple) and _unchanged_since_commit(repo, board, exact[0]):
-            _commit, before, expected = exact  # the work tree holds what the commit holds: the exact merge it is
+            _commit, before, expected, (was, shelved) = exact  # the work tree holds what the commit holds
             after = expected.records
         else:
-            before, damaged = store.read_all()
+            before, damaged, was = _work_tree(store)
+            shelved = was
             if damaged:  # damage, not a merge, when no merge touched the board: check names it as such
                 result = Settled("none")
                 if marker or any(merging.PENDING_KEY in record for record in before):  # else no merge to finish
                     result.notes.append(f"cannot finish merging the board: {damaged[0].message}")
                 return result
             if isinstance(exact, tuple):  # edits since the commit: kept, and the exact merge applied over them
-                _commit, committed, exactly = exact
+                _commit, committed, exactly, (at_commit, merged) = exact
                 expected = merging.merge_boards(committed, before, exactly.records.values())
                 expected.moved, expected.notes = exactly.moved, exactly.notes
                 after = expected.records
+                shelved = fold_archived(at_commit, was, merged, after.values())
             elif marker or any(merging.PENDING_KEY in record for record in before):
                 expected = merging.settle_pending(before)
                 after = expected.records
@@ -446,7 +459,7 @@ def settle(store: Store, hook: str | None = None) -> Settled:
         result = Settled("exact" if exact is not None else "parked")
         result.moved = expected.moved
         result.notes = [note for note in expected.notes if "cycle" in note or "history edge" in note]
-        _apply(store, before, after, result)
+        _apply(store, before, after, result, _archived_ids(before, was), _stays_archived(after, shelved))
     clear_marker(repo)
     return result
 
@@ -464,12 +477,12 @@ _STALE = "stale"  # what _exact answers for an operation that left nothing at HE
 
 def _exact(
     repo: Repo, board: str, marker: dict, hook: str | None = None
-) -> tuple[str, list[Record], merging.BoardMerge] | str | None:
+) -> tuple[str, list[Record], merging.BoardMerge, tuple[set[str], set[str]]] | str | None:
     """(the commit the operation made, its board, the exact merge) from the commits the
     marker names; _STALE when a rebase left nothing in HEAD's history (aborted); None
     when the commits cannot be had (then the parked tasks settle from their own lists)."""
     try:
-        trees = Trees(repo, board)
+        trees = Trees(repo, board, archive=True)
         if marker.get("op") == "merge":
             made = _merge_commit(repo, marker.get("head", ""))
             if made is None:
@@ -477,7 +490,10 @@ def _exact(
             commit, parents = made
             base = repo.git("merge-base", *parents)
             got = trees.boards([commit, base, *parents])
-            return commit, got[commit], merging.merge_boards(got[base], got[parents[0]], got[parents[1]])
+            merge = merging.merge_boards(got[base], got[parents[0]], got[parents[1]])
+            shelf = trees.archived
+            merged = fold_archived(shelf[base], shelf[parents[0]], shelf[parents[1]], merge.records.values())
+            return commit, got[commit], merge, (shelf[commit], merged)
         if marker.get("op") == "rebase":
             onto, picks = marker.get("onto", ""), list(marker.get("picks", []))
             tip = _rebase_tip(repo, hook)
@@ -486,14 +502,16 @@ def _exact(
             parent_of = dict(zip(picks, repo.git("rev-parse", *(f"{p}^" for p in picks)).split(), strict=True))
             got = trees.boards([tip, onto, *picks, *parent_of.values()])
             folded = got[onto]
+            shelf, flags = trees.archived, trees.archived[onto]
             expected = merging.BoardMerge({r["id"]: r for r in folded})
             moved: list[tuple[str, int, int]] = []
             for pick in picks:  # each picked commit merged in turn, as the rebase did, but exactly
                 expected = merging.merge_boards(got[parent_of[pick]], folded, got[pick])
                 moved += expected.moved
                 folded = list(expected.records.values())
+                flags = fold_archived(shelf[parent_of[pick]], flags, shelf[pick], folded)
             expected.moved = moved
-            return tip, got[tip], expected
+            return tip, got[tip], expected, (shelf[tip], flags)
     except (GitError, Corrupt, merging.Unmergeable, ValueError, IndexError):
         return None
     return None
@@ -522,17 +540,36 @@ def _rebase_tip(repo: Repo, hook: str | None) -> str | None:
     return None
 
 
-def _apply(store: Store, before: list[Record], after: dict[int, Record], result: Settled) -> None:
+def _apply(
+    store: Store,
+    before: list[Record],
+    after: dict[int, Record],
+    result: Settled,
+    shelved: set[int] | None = None,
+    archived: set[int] | None = None,
+) -> None:
     """Write what changed (all or nothing, through the store's journaled write), and find
-    the tasks that became ready."""
+    the tasks that became ready. `shelved`: the ids archived in the work tree now;
+    `archived`: the ids archived after the merge (a task that moves is written at its
+    new place and removed from the old one)."""
+    shelved, archived = shelved or set(), archived or set()
     was = {record["id"]: record for record in before}
-    files = {}
+
+    def place(task_id: int, there: set[int]) -> str:
+        return archive_file_name(task_id) if task_id in there else file_name(task_id)
+
+    files, remove = {}, []
     for task_id, record in sorted(after.items()):
-        if not merging.same(was.get(task_id), record):
-            files[file_name(task_id)] = encode(record)
+        moves = task_id in was and (task_id in shelved) != (task_id in archived)
+        if moves or not merging.same(was.get(task_id), record):
+            files[place(task_id, archived)] = encode(record)
             result.written.append(task_id)
+        if moves:
+            remove.append(place(task_id, shelved))
+            (result.archived if task_id in archived else result.restored).append(task_id)
     result.removed = sorted(set(was) - set(after))
-    store.write(files, journal_moves(result.moved), remove=[file_name(task_id) for task_id in result.removed])
+    remove += [place(task_id, shelved) for task_id in result.removed]
+    store.write(files, journal_moves(result.moved), remove=remove)
     from ..core import graph
 
     moved = {uid for uid, _, _ in result.moved}
@@ -544,6 +581,48 @@ def _apply(store: Store, before: list[Record], after: dict[int, Record], result:
         and not (task_id in was and graph.is_ready(was[task_id], was.get))
         and after[task_id].get("uid") not in moved
     ]
+
+
+def _work_tree(store: Store) -> tuple[list[Record], list, set[str]]:
+    """The board the work tree holds, live and archived (a live file wins over an
+    archived one of the same id), the damage met, and the uids of the archived tasks."""
+    records, damaged = store.read_all()
+    live = {record["id"] for record in records}
+    shelf, more = store.read_archive()
+    shelf = [record for record in shelf if record["id"] not in live]
+    uids = {record["uid"] for record in shelf}
+    return sorted(records + shelf, key=lambda record: record["id"]), damaged + more, uids
+
+
+def fold_archived(base: set[str], ours: set[str], theirs: set[str], records: Iterable[Record]) -> set[str]:
+    """Whether each merged task is archived, merged as one field by uid: the side that
+    changed it from the ancestor decides (both sides that changed it agree: it is a yes or no)."""
+    found: set[str] = set()
+    for record in records:
+        uid = str(record.get("uid"))
+        was, mine = uid in base, uid in ours
+        if mine if mine != was else uid in theirs:
+            found.add(uid)
+    return found
+
+
+def _archived_ids(records: Iterable[Record], uids: set[str]) -> set[int]:
+    return {record["id"] for record in records if record.get("uid") in uids}
+
+
+def _stays_archived(after: dict[int, Record], uids: set[str]) -> set[int]:
+    """The tasks archived after the merge: those merged as archived that are still closed
+    and linked to no open work (DESIGN §11: reopened on the other side, it comes back)."""
+    opened = {task_id for task_id, record in after.items() if record["status"] in OPEN}
+    linked = {other for task_id in opened for other in after[task_id]["blocks"] + after[task_id]["blockedBy"]}
+    return {
+        task_id
+        for task_id, record in after.items()
+        if record.get("uid") in uids
+        and record["status"] not in OPEN
+        and task_id not in linked
+        and not opened.intersection(record["blocks"] + record["blockedBy"])
+    }
 
 
 def journal_moves(moved: list[tuple[str, int, int]]) -> dict[str, bytes] | None:
@@ -581,11 +660,74 @@ def run_hook(argv: list[str]) -> int:
             result = settle(Store(repo.top / board), hook=name)
             for line in describe(result, board, hook_run=True):
                 sys.stderr.write(f"tasks: {line}\n")
+        if name == "post-merge":  # archived files git merged without the driver (a rename one side made)
+            board = repo.relative(find_board(None, shared=False))
+            if board not in boards:
+                result = unshelve(repo, Store(repo.top / board))
+                for line in describe(result, board, hook_run=True):
+                    sys.stderr.write(f"tasks: {line}\n")
     except Exception as exc:  # a hook must not break git; check explains what is left
         if os.environ.get("TASKS_DEBUG"):
             raise
         sys.stderr.write(f"tasks: could not finish merging the board ({type(exc).__name__}: {exc}); run tasks check\n")
     return 0
+
+
+def unshelve(repo: Repo, store: Store) -> Settled:
+    """After a merge the driver had no part in: the archived tasks it changed that are open
+    now, or linked to open work (reopened on the branch that did not archive them), come
+    back to the live board (DESIGN §11). Only the archived files the merge changed are read."""
+    board = repo.relative(store.root)
+    changed = repo.git("diff", "--name-only", "ORIG_HEAD", "HEAD", "--", f"{board}/{ARCHIVE_FOLDER}/", check=False)
+    ids = sorted({i for line in changed.splitlines() if (i := id_from_file_name(line.rpartition("/")[2])) is not None})
+    result = Settled("none")
+    if not ids:
+        return result
+    with store.writing():
+        files, remove = {}, []
+        for task_id in ids:
+            try:
+                record = store.read(task_id)
+            except (Corrupt, NotFound):  # damaged: check names it; gone: nothing to bring back
+                continue
+            if task_id in store.archived and _belongs_live(store, record):
+                files[file_name(task_id)] = encode(record)
+                remove.append(archive_file_name(task_id))
+                result.restored.append(task_id)
+        opened = {i for i in result.restored if json_status(files[file_name(i)]) in OPEN}
+        if opened:  # an archived task whose history edge names one reopened: back too (the rare case reads the archive)
+            shelf, _damaged = store.read_archive()
+            for record in shelf:
+                task_id = record["id"]
+                if task_id not in result.restored and opened.intersection(record["blocks"] + record["blockedBy"]):
+                    files[file_name(task_id)] = encode(record)
+                    remove.append(archive_file_name(task_id))
+                    result.restored.append(task_id)
+        result.restored.sort()
+        store.write(files, remove=remove, new=list(files))
+    result.how = "exact" if files else "none"
+    result.written = list(result.restored)
+    return result
+
+
+def json_status(data: bytes) -> str:
+    """The status an encoded record holds."""
+    import json
+
+    return str(json.loads(data)["status"])
+
+
+def _belongs_live(store: Store, record: Record) -> bool:
+    """An archived task that is open, or names a task that is open."""
+    if record["status"] in OPEN:
+        return True
+    for other in record["blocks"] + record["blockedBy"]:
+        try:
+            if store.read(other)["status"] in OPEN:
+                return True
+        except (Corrupt, NotFound):
+            continue
+    return False
 
 
 def finish_for_check(store: Store) -> list[Problem]:
@@ -667,6 +809,8 @@ def describe(result: Settled, board: str, hook_run: bool = False) -> list[str]:
         lines.append(f"#{old} became #{new} (uid {uid}): both branches had created a #{old}")
     if result.unblocked:
         lines.append("ready now: " + ", ".join(f"#{i}" for i in result.unblocked))
+    if result.restored:
+        lines.append("back from the archive (open after the merge): " + ", ".join(f"#{i}" for i in result.restored))
     lines += result.notes
     changed = len(result.written) + len(result.removed)
     if changed:
