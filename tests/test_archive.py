@@ -21,9 +21,9 @@ def now_stamp() -> str:
 
 
 def history_board(board) -> None:
-    """#1 → #2 → #3 finished long ago; #4 deleted long ago; #5 finished long ago but it
-    blocks open #6 (history edge: #5 names open work); #7 finished today; #8 open, blocked
-    by nothing; #9 finished long ago (the highest id: it holds the id count)."""
+    """#1 → #2 → #3 finished long ago; #4 deleted long ago; #5 finished long ago but open
+    #6 blocks it (an edge added after it finished: #6 names it); #7 finished today; #8
+    open, blocked by nothing; #9 finished long ago (the highest id: it holds the id count)."""
     write_board(
         board,
         [
@@ -31,8 +31,8 @@ def history_board(board) -> None:
             record(2, status="completed", blocks=[3], updatedAt=OLD),
             record(3, status="completed", updatedAt=OLD),
             record(4, status="deleted", updatedAt=OLD),
-            record(5, status="completed", blocks=[6], updatedAt=OLD),
-            record(6, status="pending"),
+            record(5, status="completed", blocked_by=[6], updatedAt=OLD),
+            record(6, status="pending", blocks=[5]),
             record(7, status="completed", updatedAt=now_stamp()),
             record(8, status="pending"),
             record(9, status="completed", updatedAt=OLD),
@@ -191,18 +191,22 @@ def test_restore_refuses_what_is_not_archived_or_deleted_and_changes_nothing(run
 
 
 def test_deleting_a_task_an_archived_one_names_edits_the_archive_in_place(run, board_dir):
-    """#1 (archived) keeps the history edge #1 → #7; deleting #7 drops it from the
-    archived file, which stays archived."""
+    """#1 (archived) keeps the history edges #1 → #7 (completed) and #1 → #8 (open: #8
+    does not name a completed blocker); deleting either drops it from the archived file,
+    which stays archived."""
     write_board(
         board_dir,
         [
-            record(1, status="completed", blocks=[7], updatedAt=OLD),
+            record(1, status="completed", blocks=[7, 8], updatedAt=OLD),
             record(7, status="completed", updatedAt=now_stamp()),
             record(8, status="pending"),
+            record(9, status="pending"),
         ],
     )
     assert run.json("archive")["archived"] == [1]
     run("delete", "7")
+    assert json.loads((board_dir / "archive" / "task_1.json").read_text())["blocks"] == [8]
+    run("delete", "8")
     assert json.loads((board_dir / "archive" / "task_1.json").read_text())["blocks"] == []
     assert not (board_dir / "task_1.json").exists()
     assert_sound(board_dir)

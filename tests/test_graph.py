@@ -109,8 +109,10 @@ def test_find_cycles_is_empty_exactly_for_acyclic_graphs(pairs):
 
 
 class BoardModel(RuleBasedStateMachine):
-    """Random creates, edge changes, completions, reopens, releases and deletes,
-    each checked against a model of the contract; the files are read back raw."""
+    """Random creates, edge changes, completions, reopens, releases, deletes, archives and
+    restores, each checked against a model of the contract; the files are read back raw.
+    Every rule but `archive` works on archived tasks as on live ones (DESIGN §11): the
+    model's statuses and edges do not depend on where a task's file is."""
 
     def __init__(self):
         super().__init__()
@@ -120,6 +122,8 @@ class BoardModel(RuleBasedStateMachine):
         self.board = Board(Store(os.path.join(self.folder, ".tasks")))
         self.status: dict[int, str] = {}
         self.edges: set[tuple[int, int]] = set()
+        self.archived: set[int] = set()  # what the model knows is archived
+        self.named: set[int] = set()  # the tasks the last rule named: only they and their neighbours leave the archive
 
     def teardown(self):
         import shutil
@@ -139,6 +143,71 @@ class BoardModel(RuleBasedStateMachine):
     def ready(self, task):
         return self.status[task] == "pending" and not self.open_blockers(task)
 
+    def is_open(self, task):
+        return self.status[task] in ("pending", "in_progress")
+
+    def named_by_open(self, task):
+        """An open task names it: one that blocks it (a completed task is in no blockedBy)."""
+        return any(b == task and self.is_open(a) for a, b in self.edges)
+
+    def on_disk_archived(self):
+        folder = os.path.join(self.board.store.path, "archive")
+        names = os.listdir(folder) if os.path.isdir(folder) else []
+        return {int(name[5:-5]) for name in names if name.startswith("task_") and name.endswith(".json")}
+
+    def neighbours(self, tasks):
+        return {other for a, b in self.edges for other in (a, b) if a in tasks or b in tasks}
+
+    @rule()
+    def create_alone(self):
+        """A task with no edges (a create naming missing tasks is refused: boards grow here)."""
+        self.create([], [])
+
+    @precondition(lambda self: bool(self.status))
+    @rule(data=st.data())
+    def work_through(self, data):
+        """Several tasks completed in a row (each drawn: done or left), as a plan advances."""
+        for task in sorted(self.status):
+            if self.ready(task) and data.draw(st.booleans()):
+                self.set_status(task, "completed")
+
+    def history(self):
+        """Finished tasks not archived yet, the highest id aside: what `archive` may move."""
+        highest = max(self.status, default=0)
+        return [t for t, s in self.status.items() if s != "pending" and s != "in_progress" and t != highest]
+
+    @precondition(lambda self: bool(set(self.history()) - self.archived))
+    @rule()
+    def archive(self):
+        highest = max(self.status, default=0)
+        expected = sorted(
+            t
+            for t, s in self.status.items()
+            if s in ("completed", "deleted") and t != highest and t not in self.archived and not self.named_by_open(t)
+        )
+        outcome = self.board.archive(days=0)
+        assert [r["id"] for r in outcome.written] == expected
+        self.archived |= set(expected)
+        self.named = set()
+
+    @rule(task=st.integers(1, 12))
+    def restore(self, task):
+        self.named = {task}
+        if task not in self.status:
+            with pytest.raises(NotFound):
+                self.board.restore(task)
+            return
+        if task not in self.archived and self.status[task] != "deleted":
+            with pytest.raises(Refused):
+                self.board.restore(task)
+            return
+        outcome = self.board.restore(task)
+        if self.status[task] == "deleted":
+            self.status[task] = "pending"
+        assert outcome.record["status"] == self.status[task]
+        self.archived.discard(task)
+        assert task not in self.on_disk_archived()
+
     ids = st.integers(1, 12)
 
     @rule(blocked_by=st.lists(ids, max_size=2), blocks=st.lists(ids, max_size=2))
@@ -148,6 +217,7 @@ class BoardModel(RuleBasedStateMachine):
         deleted = [i for i in blocked_by + blocks if self.status.get(i) == "deleted"]
         new_edges = {(a, new) for a in blocked_by} | {(new, b) for b in blocks}
         cyclic = any(self.reaches(b, a) for a in blocked_by for b in blocks)
+        self.named = set(blocked_by + blocks)
         try:
             outcome = self.board.create(f"task {new}", blocked_by=blocked_by, blocks=blocks)
         except NotFound:
@@ -164,6 +234,7 @@ class BoardModel(RuleBasedStateMachine):
     @precondition(lambda self: len(self.status) >= 2)
     @rule(a=ids, b=ids)
     def add_edge(self, a, b):
+        self.named = {a, b}
         if a not in self.status or b not in self.status:
             with pytest.raises(NotFound):
                 self.board.update(b, Patch(add_blocked_by=[a]))
@@ -177,10 +248,19 @@ class BoardModel(RuleBasedStateMachine):
         assert not refuse
         self.edges.add((a, b))
 
+    @precondition(lambda self: len(self.status) >= 2)
+    @rule(data=st.data())
+    def add_edge_between_tasks(self, data):
+        """An edge between two tasks that exist (an open one onto a finished one, often:
+        what keeps a finished task out of the archive)."""
+        a, b = data.draw(st.lists(st.sampled_from(sorted(self.status)), min_size=2, max_size=2, unique=True))
+        self.add_edge(a, b)
+
     @precondition(lambda self: bool(self.edges))
     @rule(data=st.data())
     def remove_edge(self, data):
         a, b = data.draw(st.sampled_from(sorted(self.edges)))
+        self.named = {a, b}
         outcome = self.board.update(a, Patch(remove_blocks=[b]))
         was_ready = self.ready(b)
         self.edges.discard((a, b))
@@ -189,6 +269,7 @@ class BoardModel(RuleBasedStateMachine):
     @rule(task=ids, new_status=st.sampled_from(["in_progress", "completed", "pending"]))
     def set_status(self, task, new_status):
         target = new_status
+        self.named = {task}
         if task not in self.status:
             return
         old = self.status[task]
@@ -205,8 +286,19 @@ class BoardModel(RuleBasedStateMachine):
             freed = sorted(t for t, was in before.items() if not was and self.ready(t) and t != task)
             assert outcome.unblocked == freed
 
+    @precondition(lambda self: bool(self.status))
+    @rule(data=st.data(), new_status=st.sampled_from(["completed", "completed", "pending", "deleted"]))
+    def finish_a_task(self, data, new_status):
+        """A task that exists completed, reopened or deleted: history for `archive`."""
+        task = data.draw(st.sampled_from(sorted(self.status)))
+        if new_status == "deleted":
+            self.delete(task)
+        else:
+            self.set_status(task, new_status)
+
     @rule(task=ids)
     def delete(self, task):
+        self.named = {task}
         if task not in self.status:
             return
         try:
@@ -221,7 +313,9 @@ class BoardModel(RuleBasedStateMachine):
     def files_match_the_model(self):
         root = self.board.store.root
         for task, status in self.status.items():
-            with open(root / f"task_{task}.json", encoding="utf-8") as handle:
+            live, archived = root / f"task_{task}.json", root / "archive" / f"task_{task}.json"
+            assert live.exists() != archived.exists(), f"#{task}: one file, live or archived"
+            with open(live if live.exists() else archived, encoding="utf-8") as handle:
                 record = json.load(handle)
             assert record["status"] == status
             assert record["blocks"] == sorted(b for a, b in self.edges if a == task)
@@ -230,6 +324,23 @@ class BoardModel(RuleBasedStateMachine):
             )
         assert not any(self.reaches(b, a) for a, b in self.edges if a != b) or False
         assert not os.listdir(root / ".scratch") if (root / ".scratch").exists() else True
+
+    @invariant()
+    def the_archive_holds_closed_history_only(self):
+        """Only `archive` puts a task there; a task leaves it only when a rule named it or
+        its neighbour (a change to it brings it back); what is there is closed and no open
+        task names it; the highest id stays live; `list --all` sees every task."""
+        on_disk = self.on_disk_archived()
+        assert on_disk <= self.archived
+        left = self.archived - on_disk
+        assert left <= self.named | self.neighbours(self.named), (left, self.named)
+        self.archived = on_disk
+        for task in on_disk:
+            assert self.status[task] in ("completed", "deleted") and not self.named_by_open(task)
+        assert max(self.status, default=0) not in on_disk
+        if self.status:
+            listing = self.board.listing(archive=True)
+            assert dict(listing.shot.statuses()) == self.status
 
     @invariant()
     def ready_set_is_the_definition(self):

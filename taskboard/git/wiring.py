@@ -612,16 +612,13 @@ def _archived_ids(records: Iterable[Record], uids: set[str]) -> set[int]:
 
 def _stays_archived(after: dict[int, Record], uids: set[str]) -> set[int]:
     """The tasks archived after the merge: those merged as archived that are still closed
-    and linked to no open work (DESIGN §11: reopened on the other side, it comes back)."""
+    and named by no open task (DESIGN §11: reopened on the other side, it comes back)."""
     opened = {task_id for task_id, record in after.items() if record["status"] in OPEN}
     linked = {other for task_id in opened for other in after[task_id]["blocks"] + after[task_id]["blockedBy"]}
     return {
         task_id
         for task_id, record in after.items()
-        if record.get("uid") in uids
-        and record["status"] not in OPEN
-        and task_id not in linked
-        and not opened.intersection(record["blocks"] + record["blockedBy"])
+        if record.get("uid") in uids and record["status"] not in OPEN and task_id not in linked
     }
 
 
@@ -694,15 +691,17 @@ def unshelve(repo: Repo, store: Store) -> Settled:
                 files[file_name(task_id)] = encode(record)
                 remove.append(archive_file_name(task_id))
                 result.restored.append(task_id)
-        opened = {i for i in result.restored if json_status(files[file_name(i)]) in OPEN}
-        if opened:  # an archived task whose history edge names one reopened: back too (the rare case reads the archive)
-            shelf, _damaged = store.read_archive()
-            for record in shelf:
-                task_id = record["id"]
-                if task_id not in result.restored and opened.intersection(record["blocks"] + record["blockedBy"]):
-                    files[file_name(task_id)] = encode(record)
-                    remove.append(archive_file_name(task_id))
-                    result.restored.append(task_id)
+        for task_id in list(result.restored):  # a task back open names others: archived ones come back too
+            opened = [r for r in [_decoded(files[file_name(task_id)])] if r["status"] in OPEN]
+            for other in [i for r in opened for i in r["blocks"] + r["blockedBy"]]:
+                try:
+                    found = store.read(other)
+                except (Corrupt, NotFound):
+                    continue
+                if other in store.archived and other not in result.restored:
+                    files[file_name(other)] = encode(found)
+                    remove.append(archive_file_name(other))
+                    result.restored.append(other)
         result.restored.sort()
         store.write(files, remove=remove, new=list(files))
     result.how = "exact" if files else "none"
@@ -710,18 +709,18 @@ def unshelve(repo: Repo, store: Store) -> Settled:
     return result
 
 
-def json_status(data: bytes) -> str:
-    """The status an encoded record holds."""
+def _decoded(data: bytes) -> Record:
     import json
 
-    return str(json.loads(data)["status"])
+    return json.loads(data)
 
 
 def _belongs_live(store: Store, record: Record) -> bool:
-    """An archived task that is open, or names a task that is open."""
+    """An archived task that is open, or that an open task names (its lists name the
+    task back, when the other task is open: DESIGN §2)."""
     if record["status"] in OPEN:
         return True
-    for other in record["blocks"] + record["blockedBy"]:
+    for other in record["blockedBy"]:
         try:
             if store.read(other)["status"] in OPEN:
                 return True

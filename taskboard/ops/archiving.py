@@ -2,11 +2,12 @@
 `.tasks/archive/task_N.json`, and brought back.
 
 What is archived: completed and deleted tasks that changed no later than the given
-number of days ago, that no open task names and that name no open task (so no change
-of open work ever has to look into the archive: reopening, completing or deleting an
-open task touches only the tasks its own lists name). The task with the highest id on
-the board stays live whatever it is: new ids come from the live file names, so an
-archived id is never handed out again.
+number of days ago and that no open task names (so no change of open work has to look
+into the archive: completing, releasing or claiming an open task touches only the tasks
+its own lists name, and none of them is archived). A completed task's history edges may
+still name open work; deleting a task is the one change that looks at every task, the
+archived ones too. The task with the highest id on the board stays live whatever it
+is: new ids come from the live file names, so an archived id is never handed out again.
 
 A move keeps the file's bytes (git shows a rename) and is one all-or-nothing change
 with its journal lines. Any change to an archived task brings it back first
@@ -51,7 +52,6 @@ def candidates(records: list[Record], days: int, at: float | None = None) -> lis
     if not records:
         return []
     cutoff = (time.time() if at is None else at) - days * 86400
-    open_ids = {record["id"] for record in records if record["status"] in OPEN}
     linked: set[int] = set()
     for record in records:
         if record["status"] in OPEN:
@@ -65,7 +65,6 @@ def candidates(records: list[Record], days: int, at: float | None = None) -> lis
         if record["status"] not in OPEN
         and record["id"] != highest
         and record["id"] not in linked
-        and not open_ids.intersection(record["blocks"] + record["blockedBy"])
         and PENDING_KEY not in record
         and _seconds(record["updatedAt"]) <= cutoff
     ]

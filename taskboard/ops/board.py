@@ -622,13 +622,12 @@ class Board:
         task_id = record["id"]
         dependents = [dep for dep in record["blocks"] if change.find(dep)]
         was_ready = {dep: graph.is_ready(change.get(dep), change.lookup) for dep in dependents}
-        # completed blockers name the task only in their own `blocks`: the one scan the contract allows;
-        # archived tasks name no open task (taskboard.ops.archiving), so only a closed one's scan looks there
+        # completed blockers name the task only in their own `blocks`: the one scan the contract allows,
+        # the archive included (an archived task's history edge may name it)
         others = self.store.task_ids()
-        if change.was.get(task_id, ("",))[0] not in OPEN:
-            archived = set(self.store.archived_ids()) - set(others)
-            change.stay |= archived  # an edge dropped from an archived task leaves it archived
-            others += sorted(archived)
+        archived = set(self.store.archived_ids()) - set(others)
+        change.stay |= archived  # an edge dropped from an archived task leaves it archived
+        others += sorted(archived)
         for other_id in others:
             if other_id == task_id:
                 continue

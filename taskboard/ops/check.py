@@ -107,8 +107,8 @@ def _bring_back(records: dict[int, dict], archived: set[int], problems: list[Pro
 
 def _archived_in_use(records: dict[int, dict], archived: set[int], problems: list[Problem]) -> list[int]:
     """Archived tasks that belong with the open work (DESIGN §11): one that says it is
-    open (a hand edit, a merge that reopened it), or one an open task names or that names
-    an open task. Reported; the repair brings each back. Their ids."""
+    open (a hand edit, a merge that reopened it), or one an open task names. Reported;
+    the repair brings each back. Their ids."""
     open_ids = {task_id for task_id, record in records.items() if record["status"] in OPEN}
     named = {other for task_id in open_ids for other in records[task_id]["blocks"] + records[task_id]["blockedBy"]}
     found = []
@@ -119,8 +119,8 @@ def _archived_in_use(records: dict[int, dict], archived: set[int], problems: lis
             what = record["status"].replace("_", " ")
             message = f"#{task_id} is archived ({name}) but {what}; archived tasks are closed, a repair brings it back"
             problems.append(Problem(name, task_id, "archived-open", message, fixable=True))
-        elif task_id in named or open_ids & set(record["blocks"] + record["blockedBy"]):
-            message = f"#{task_id} is archived ({name}) but linked to open work; a repair brings it back"
+        elif task_id in named:
+            message = f"#{task_id} is archived ({name}) but an open task names it; a repair brings it back"
             problems.append(Problem(name, task_id, "archived-linked", message, fixable=True))
         else:
             continue
