@@ -116,7 +116,8 @@ def test_every_command_that_names_an_archived_task_sees_it_marked(run, board_dir
 def test_open_work_never_reads_the_archive(run, board_dir):
     """list, ready, claim, board and the writes of open work read the live files only: a
     damaged file in the archive does not trouble them (they never open it), while the
-    commands about history name it; the cache beside the board holds no archived task."""
+    commands about history name it; the cache beside the board holds no archived task.
+    (Deleting is the one change that looks at every task, the archive too: DESIGN §2.)"""
     history_board(board_dir)
     run("archive")
     (board_dir / "archive" / "task_3.json").write_text("{ damaged")
@@ -128,7 +129,8 @@ def test_open_work_never_reads_the_archive(run, board_dir):
     assert run.json("claim", "--owner", "ada")["id"] == 6
     new = run.json("create", "x", "--blocked-by", "8")
     run("done", "8")
-    run("delete", str(new["id"]))
+    run("update", str(new["id"]), "--subject", "y", "--add-blocks", "7")
+    run("release", "6")
     assert run("list", "--all", expect=6).stderr.count("task_3.json") == 1  # history names it
     cache = board_dir / ".cache"
     index = (cache / "index").read_bytes()
@@ -225,13 +227,13 @@ def test_a_hand_edit_inside_the_archive_is_seen_and_an_open_archived_task_is_put
     edited["status"] = "pending"  # someone reopens it by hand, inside the archive
     path.write_text(json.dumps(edited, indent=2) + "\n")
     found = run.json("check", expect=6)
-    # #2 names #3 (a history edge), so it is linked to open work now: both come back
-    assert [(p["rule"], p["task"]) for p in found["problems"]] == [("archived-linked", 2), ("archived-open", 3)]
+    # #2's history edge names #3, but #3 does not name #2 (a completed blocker): #2 stays
+    assert [(p["rule"], p["task"]) for p in found["problems"]] == [("archived-open", 3)]
     assert 3 not in [r["id"] for r in run.json("ready")]  # open work never reads the archive...
     fixed = run.json("check", "--fix")
     assert fixed["ok"] is True and all(problem["fixed"] for problem in fixed["problems"])
     assert not path.exists() and (board_dir / "task_3.json").exists()
-    assert archived_ids(board_dir) == {1, 4}
+    assert archived_ids(board_dir) == {1, 2, 4}
     assert 3 in [r["id"] for r in run.json("ready")]  # ...so the repair brings it back
     assert_sound(board_dir)
 
@@ -281,3 +283,14 @@ def test_git_shows_the_archive_and_the_restore_as_renames(tmp_path):
     git("add", "-A")
     lines = git("status", "--porcelain").splitlines()
     assert "R  .tasks/archive/task_2.json -> .tasks/task_2.json" in lines
+
+
+def test_the_task_get_tool_reads_an_archived_task(tmp_path):
+    board = tmp_path / ".tasks"
+    history_board(board)
+    assert tasks_process("--dir", str(board), "archive").returncode == 0
+    call = json.dumps({"name": "task_get", "input": {"taskId": 3}}).encode()
+    done = tasks_process("--dir", str(board), "call", input=call)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["id"] == 3 and got["status"] == "completed" and got["archived"] is True

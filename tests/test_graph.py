@@ -174,7 +174,7 @@ class BoardModel(RuleBasedStateMachine):
     def history(self):
         """Finished tasks not archived yet, the highest id aside: what `archive` may move."""
         highest = max(self.status, default=0)
-        return [t for t, s in self.status.items() if s != "pending" and s != "in_progress" and t != highest]
+        return [t for t, s in self.status.items() if s in ("completed", "deleted") and t != highest]
 
     @precondition(lambda self: bool(set(self.history()) - self.archived))
     @rule()
