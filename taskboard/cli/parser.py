@@ -166,11 +166,11 @@ LIMIT = Parsed("N", parse_limit)
 
 def _days(text: str) -> int:
     """A whole number of days, 0 or more (`archive --older-than`)."""
-    from ..ops.archiving import check_days
+    from ..ops.archiving import MAX_DAYS
 
-    if not text.isascii() or not text.isdigit():
-        raise UsageError(f"--older-than takes a whole number of days (0 or more), not {text!r}", "days")
-    return check_days(int(text))
+    if not text.isascii() or not text.isdigit() or int(text) > MAX_DAYS:
+        raise UsageError(f"--older-than takes a whole number of days from 0 to {MAX_DAYS}, not {text!r}", "days")
+    return int(text)
 
 
 DAYS = Parsed("DAYS", _days)

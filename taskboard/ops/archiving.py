@@ -39,7 +39,7 @@ MAX_DAYS = 1_000_000  # what a count of days can be: past it a mistake, not a ch
 def check_days(days: object) -> int:
     """A whole number of days, 0 or more."""
     if isinstance(days, bool) or not isinstance(days, int) or not 0 <= days <= MAX_DAYS:
-        raise UsageError(f"--older-than takes a whole number of days from 0 to {MAX_DAYS}, not {days!r}", "days")
+        raise UsageError(f"the age in days must be a whole number from 0 to {MAX_DAYS}, not {days!r}", "days")
     return days
 
 
