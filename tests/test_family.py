@@ -6,6 +6,7 @@ text of `json.dumps(task, indent=2)`, no trailing newline, put in the file in pl
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -216,12 +217,15 @@ def tasks_popen(board: Path, *args: str) -> subprocess.Popen:
 def test_create_never_replaces_a_file_that_appeared_meanwhile(run, board_dir):
     run("create", "First")
     watch = Watch(board_dir / ".scratch", IN_CREATE)
+    lock = os.open(board_dir / ".lock", os.O_RDONLY)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # another writer's change: tasks waits for the board lock
     creating = tasks_popen(board_dir, "create", "Made by tasks", "--json")
-    staged = watch.wait(lambda name: re.fullmatch(r"\.task_\d+\.json\.\d+\.tmp", name) is not None)
-    os.kill(creating.pid, signal.SIGSTOP)  # tasks chose its id and staged its file; the chapter writes
+    # a create reserves its id by naming its written file task_N.json.new (Store.reserve), then
+    # waits for the lock to put it in place; the chapter writes that very task meanwhile
+    staged = watch.wait(lambda name: re.fullmatch(r"task_\d+\.json\.new", name) is not None)
     taken = int(staged.split("_")[1].split(".")[0])
     family_write(board_dir, chapter_task(taken, "Made by the chapter"))
-    os.kill(creating.pid, signal.SIGCONT)
+    os.close(lock)
     out, err = creating.communicate(timeout=60)
     watch.close()
     assert creating.returncode == 0, err
@@ -230,6 +234,7 @@ def test_create_never_replaces_a_file_that_appeared_meanwhile(run, board_dir):
     assert json.loads((board_dir / f"task_{taken}.json").read_text())["subject"] == "Made by the chapter"
     assert run.record(taken + 1) == made
     assert [r["subject"] for r in run.json("list")] == ["First", "Made by the chapter", "Made by tasks"]
+    assert sorted(os.listdir(board_dir / ".scratch")) == []
 
 
 def test_a_change_never_replaces_a_file_changed_after_it_was_read(run, board_dir):

@@ -36,13 +36,37 @@ MAX_DESCRIPTION = 65536
 MAX_FILE_BYTES = 16 << 20  # a task file: what no hand-typed plan comes near, and a bound on every read
 MAX_META_DEPTH = 100  # a value's nesting, on input and on reading: well below the JSON parser's recursion limit
 
+
+class Unprintable:
+    """A pattern of characters outside printable ASCII, compiled when first used on text
+    that has any: a class of wide Unicode ranges costs ~0.5 ms to compile, which every
+    start-up paid, and most text is printable ASCII, which such a pattern never matches."""
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if text.isascii() and text.isprintable():
+            return None
+        return self.compiled().search(text)
+
+    def sub(self, replace: Callable[[re.Match[str]], str], text: str) -> str:
+        return self.compiled().sub(replace, text)
+
+
 _FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
 _UID = re.compile(r"[0-9a-f]{12}")
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators: none in a one-line
 # text. A description may hold newlines, tabs (and carriage returns, of CRLF text), nothing else.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_CONTROL_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_CONTROL = Unprintable("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_IN_TEXT = Unprintable("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def file_name(task_id: int) -> str:
@@ -435,7 +459,7 @@ def parse_json(data: bytes) -> Any:
 
 # A surrogate can only come from a \\uXXXX escape: UTF-8 decoding refuses encoded ones.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = Unprintable("[\ud800-\udfff]")
 
 
 class LoneSurrogate(ValueError):

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
+RESERVED = ".new"  # .scratch/task_N.json.new: a create's file, written before it takes the lock (Store.reserve)
 JOURNAL_FOLDER = "journal"  # taskboard.journal's shards: appended to within a change
 DEFAULT_TIMEOUT = 10.0
 GITIGNORE = "# taskboard: the lock, scratch files, runtime state and cache are never committed\n.lock\n.scratch/\n.state/\n.cache/\n"
@@ -288,7 +289,7 @@ def _wait_in_kernel(fd: int, mode: int, deadline: float) -> bool:
     taken; False at the deadline, or when this thread cannot use the alarm (only the
     main thread can), for the caller's poll to decide. An alarm that rings just after
     the lock was taken is harmless: flock on the same open file takes it again."""
-    import signal  # only a writer that found the lock held pays for it
+    import _signal as signal  # signal's C core: the module adds enums that cost ~0.6 ms to import
 
     def give_up(_signum: int, _frame: object) -> None:
         raise _WaitedTooLong
@@ -336,6 +337,7 @@ class Store:
         self.runtime: Any = None  # taskboard.state.State of this board, made on first use (taskboard.claims)
         self.archived: set[int] = set()  # the tasks `read` last found in the archive folder (DESIGN §11)
         self.archive_dir = os.path.join(self.path, ARCHIVE_FOLDER)
+        self._unsynced: tuple[list[str], list[str]] | None = None  # files, folders: synced once the lock is let go
 
     @property
     def root(self) -> Path:
@@ -374,6 +376,8 @@ class Store:
         else:
             last = max_id_of(self.names())
         if self._exclusive:
+            while os.path.lexists(self.reserved_path(last + 1)) or os.path.lexists(f"{self.path}/task_{last + 1}.json"):
+                last += 1  # a create that wrote its file before it took the lock holds that id (reserve)
             self._last = last
         return last
 
@@ -485,12 +489,119 @@ class Store:
         return Corrupt(f"{name}: cannot be read ({exc.strerror})", name, "unreadable")
 
     def scratch_names(self) -> list[str]:
+        """What a killed writer may have left in the scratch folder: every name there but
+        the files of creates still at work (reserve), which are no leftovers."""
         try:
             if not stat.S_ISDIR(os.lstat(self.scratch_dir).st_mode):
                 return [SCRATCH_NAME]  # a link or file in its place: recovery removes it, never a link's target
-            return sorted(os.listdir(self.scratch_dir))
+            return sorted(name for name in os.listdir(self.scratch_dir) if not self._at_work(name))
         except (FileNotFoundError, NotADirectoryError):
             return []
+
+    def _at_work(self, name: str, sweep: bool = False) -> bool:
+        """Whether a scratch file is a reserved create's whose process still holds its flock.
+        `sweep`: one that is not is removed (under the flock taken to look)."""
+        if not name.endswith(RESERVED) or id_from_file_name(name[: -len(RESERVED)]) is None:
+            return False
+        path = f"{self.scratch_dir}/{name}"
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if sweep:
+                os.unlink(path)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return False
+
+    # -- a create that does not queue -------------------------------------------
+
+    def reserved_path(self, task_id: int) -> str:
+        return f"{self.scratch_dir}/{file_name(task_id)}{RESERVED}"
+
+    def reserve(self, content: Callable[[int], bytes]) -> tuple[int, int] | None:
+        """An id for a new task and its file, taken before the board lock, so that a create
+        writes and syncs its file while other writers go on: `content(N)`, written whole
+        and synced in an unnamed file, flocked, and only then named `.scratch/task_N.json.new`
+        (a link, which fails where that name is taken): a named reservation is always held
+        by a live process, and recovery removes it once that process is gone. N is above the
+        board's highest id and every id reserved so, and no task file holds it. The lock
+        still decides: the file goes in place only where no task file of its name exists at
+        that instant (Store.write: Taken, and the create reserves again). (N, open file);
+        None where the board, its scratch folder or unnamed files are not to be had (the
+        create then takes the lock for everything)."""
+        try:
+            folder = os.open(self.scratch_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            fd = os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666, dir_fd=folder)
+        except OSError:
+            os.close(folder)
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # its own new file: at once
+            found = self._name_reserved(fd, folder, self._next_free(), content)
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            os.close(folder)
+        if found is None:
+            os.close(fd)
+            return None
+        return found, fd
+
+    def _next_free(self) -> int:
+        """Above the highest id of the board and of the reservations (no lock: a guess the
+        links of _name_reserved and Store.write make sure of)."""
+        last = recorded_last(self.path)
+        if last is None:
+            last = max_id_of(self.names())
+        reserved = ids_from_file_names([name[: -len(RESERVED)] for name in os.listdir(self.scratch_dir)])
+        return max([last, *reserved]) + 1
+
+    def _name_reserved(self, fd: int, folder: int, task_id: int, content: Callable[[int], bytes]) -> int | None:
+        written = None
+        while True:
+            task = f"{self.path}/{file_name(task_id)}"
+            if not os.path.lexists(task):
+                if written != task_id:
+                    data = content(task_id)
+                    os.ftruncate(fd, 0)
+                    view, offset = memoryview(data), 0
+                    while offset < len(data):
+                        offset += os.pwrite(fd, view[offset:], offset)
+                    os.fsync(fd)  # whole on the disk before it has any name (DESIGN §6)
+                    written = task_id
+                name = file_name(task_id) + RESERVED
+                try:  # linkat(AT_SYMLINK_FOLLOW) of the open file: a dir_fd makes Python use linkat
+                    os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder, follow_symlinks=True)
+                except FileExistsError:
+                    pass
+                except OSError:  # no /proc: the locked path
+                    return None
+                else:
+                    if not os.path.lexists(task):
+                        return task_id
+                    os.unlink(name, dir_fd=folder)  # a hand put the task file there meanwhile
+            task_id += 1
+
+    def drop_reserved(self, task_id: int, fd: int) -> None:
+        """Let go of a reservation: its name goes, unless that name is another create's by
+        now (the file in place, its name went with the move and may be reserved anew)."""
+        path = self.reserved_path(task_id)
+        with suppress(OSError):
+            mine, named = os.fstat(fd), os.lstat(path)
+            if (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino):
+                os.unlink(path)
+        os.close(fd)
 
     # -- watching --------------------------------------------------------------
 
@@ -692,6 +803,24 @@ class Store:
             self._last = None
             self.seen = {}
             os.close(fd)  # closing drops the flock
+            self._settle()
+
+    def _settle(self) -> None:
+        """Make durable, after the lock is let go, what a change of new files left unsynced
+        (Store.write): the other writers need not wait for it, and the command says nothing
+        before it is done. One by one: the first sync commits the file system's journal for
+        all of them (no thread to start, no threading to import)."""
+        unsynced, self._unsynced = self._unsynced, None
+        if unsynced is None:
+            return
+        files, folders = unsynced
+        try:
+            for path in files:
+                _sync_path(path, _SYNC_FILE)
+            for path in folders:
+                _sync_path(path, _SYNC_FOLDER)
+        except OSError as exc:  # in place but perhaps not durable: the command must not say it is
+            raise unusable(self.root, exc, "; the change is made but may not be on the disk yet") from None
 
     def refuse_claude_list(self, names: list[str] | None = None) -> None:
         """A Claude Code task list where the board should be (DESIGN §13) is named as what
@@ -763,6 +892,7 @@ class Store:
         remove: list[str] | None = None,
         new: list[str] | None = None,
         expect: dict[str, int] | None = None,
+        staged_as: dict[str, str] | None = None,
     ) -> None:
         """Replace the named board files and append lines to journal shards
         (taskboard.journal) as one change: all of it or none, even if the process is
@@ -780,7 +910,13 @@ class Store:
         Writers that take no lock (DESIGN §13): a file named in `new` is put in place only
         if no file of that name exists at that instant (else Taken), and no file is
         replaced whose bytes no longer hash as `expect` says (as the change read them:
-        `seen`), else Changed; either way nothing is changed."""
+        `seen`), else Changed; either way nothing is changed. `staged_as`: new files already
+        written and synced at these paths in the scratch folder (Store.reserve).
+
+        A change of new files only (a create, an import of a plan) replaces nothing, so its
+        intent need not be durable: a kill keeps what was written, and the replay puts a
+        new file only where none is. The syncs after its moves wait until the lock is let
+        go (_settle): the other writers do not wait for them, the command does."""
         assert self._exclusive, "write outside the board lock"
         if not files and not appends and not remove:
             return
@@ -793,21 +929,21 @@ class Store:
         if len(files) == 1 and not appends and not remove and not new:
             self._write_one(files)
             return
+        fresh = bool(files) and not remove and all(name in (new or ()) for name in files)
+        ready = staged_as or {}
         staged: list[tuple[str, str]] = []
         intent: str | None = None
         sizes = self._shard_sizes(appends or {})
         try:
             self._make_scratch()
             for name, data in files.items():
-                staged.append((name, self._stage(name, data, sync=False)))
-            document: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
-            if appends:
-                document["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
-            if remove:
-                document["remove"] = list(remove)
-            payload = json.dumps(document, ensure_ascii=False).encode("utf-8")
+                staged.append((name, ready[name] if name in ready else self._stage(name, data, sync=False)))
+            payload = _intent_of(files, appends, remove, list(files) if fresh else None)
             intent = self._replace(self.scratch_dir, INTENT_NAME, payload, sync=False)
-            _sync_together([temp for _, temp in staged] + [intent], [self.scratch_dir])  # durable, then...
+            if fresh:  # a file is whole on the disk before its name is (DESIGN §6); that is all
+                _sync_together([temp for name, temp in staged if name not in ready], [])
+            else:
+                _sync_together([temp for _, temp in staged] + [intent], [self.scratch_dir])  # durable, then...
             if appends:
                 self._append(appends)
         except OSError as exc:
@@ -826,15 +962,26 @@ class Store:
                 raise unusable(self.root, exc, "; nothing was changed") from None
             assert isinstance(exc, OSError)  # Busy comes before any move
             raise unusable(self.root, exc, "; the next command completes the change") from None
+        assert intent is not None
+        self._after_moves(list(files), list(appends or ()), remove or [], intent, fresh)
+
+    def _after_moves(self, files: list[str], shards: list[str], remove: list[str], intent: str, fresh: bool) -> None:
+        """Everything in place: the shards, the new names and the intent's removal made
+        durable (a change of new files only: once the lock is let go, _settle)."""
+        shards = [os.path.join(self.path, name) for name in shards]
+        folders = [os.path.join(self.path, JOURNAL_FOLDER)] if shards else []  # a shard made just now
         try:
-            shards = [os.path.join(self.path, name) for name in appends or ()]
-            folders = [os.path.join(self.path, JOURNAL_FOLDER)] if appends else []  # a shard made just now
+            if fresh:
+                os.unlink(intent)  # failing, the next command replays it: nothing is written twice
+                # the new files were synced before they had their names: the names and lines remain
+                self._unsynced = (shards, [*folders, self.path, self.scratch_dir, *self._archive_folder(files, [])])
+                return
             _sync_together(
                 shards, folders + ([self.path] if files or remove else []) + self._archive_folder(files, remove)
             )
             os.unlink(intent)
             _fsync_folder(self.scratch_dir)
-        except OSError as exc:  # the intent is whole and durable: the next command completes the change
+        except OSError as exc:  # the intent is whole: the next command completes the change
             raise unusable(self.root, exc, "; the next command completes the change") from None
 
     def _write_one(self, files: dict[str, bytes]) -> None:
@@ -1068,6 +1215,9 @@ class Store:
 
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def _exists(self, name: str) -> bool:
+        return os.path.lexists(os.path.join(self.path, name))
+
     def recover(self) -> list[Note]:
         """Finish (or drop) what a killed writer left in the scratch folder; what it did."""
         names = self.scratch_names()
@@ -1098,15 +1248,19 @@ class Store:
                     decode(data, name)  # a planted or damaged intent never writes a damaged task file
                 appends = _intent_appends(intent)
                 remove = [str(name) for name in intent.get("remove", [])]
+                new = [str(name) for name in intent.get("new", [])]
+                # a new file already in place stays: the killed change put it there, or another
+                # writer did (DESIGN §13), and it may have changed since
+                placing = {name: data for name, data in files.items() if not (name in new and self._exists(name))}
             except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError, Corrupt):
                 notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
-                lost = self._apply(files, journaled=True, remove=remove, appends=appends, replay=True)
+                lost = self._apply(placing, journaled=True, remove=remove, appends=appends, replay=True)
                 ids = sorted(board_file_id(name) or 0 for name in files)
                 what = ids_text(ids) if ids else "the journal"
                 notes.append(Note("recovered", f"completed an interrupted change to {what}", tasks=ids))
                 notes.extend(lost)
-        leftovers = [name for name in names if name != INTENT_NAME]
+        leftovers = [name for name in names if name != INTENT_NAME and not self._at_work(name, sweep=True)]
         for name in leftovers + ([INTENT_NAME] if INTENT_NAME in names else []):
             try:
                 os.unlink(self.scratch / name)
@@ -1126,6 +1280,21 @@ class Store:
             )
         _fsync_folder(self.scratch_dir)
         return notes
+
+
+def _intent_of(
+    files: dict[str, bytes], appends: dict[str, bytes] | None, remove: list[str] | None, new: list[str] | None
+) -> bytes:
+    """The intent of a change: every new file content, journal line, file to remove, and
+    which files are new (the replay puts those only where no file of their name is)."""
+    document: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
+    if appends:
+        document["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
+    if remove:
+        document["remove"] = list(remove)
+    if new:
+        document["new"] = new
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
 
 
 def _intent_appends(intent: dict) -> dict[str, bytes]:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 
 from ..core.errors import NotFound, UsageError
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    import subprocess
     from typing import Any
 
     from ..core.outcome import Outcome
@@ -157,6 +157,8 @@ def events_of(outcome: Outcome) -> list[dict[str, Any]]:
 
 
 def _spawn(store: Store, command: str, event: dict[str, Any]) -> None:
+    import subprocess
+
     job = {"board": os.path.abspath(store.path), "command": command, "event": event, "timeout": _timeout()}
     try:
         supervisor = subprocess.Popen(
@@ -199,6 +201,7 @@ def supervise(job: dict[str, Any]) -> None:
     """Run one hook (in its own process group, killed whole at the timeout) and journal
     its failure."""
     import signal
+    import subprocess
 
     event, board = job["event"], job["board"]
     payload = json.dumps(event, ensure_ascii=False).encode("utf-8")

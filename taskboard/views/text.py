@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
+
+from ..core.model import Unprintable
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 # C0 (newline and tab included), DEL, C1 (U+0085 NEL, U+009B CSI...), the Unicode line
@@ -23,11 +25,11 @@ if TYPE_CHECKING:
 # line read other than it is ("Trojan Source"), and lone surrogates (half a character,
 # which no output can encode: shown as its escape, never a crash).
 _RANGES = "\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-UNSAFE = re.compile(f"[\x00-\x1f{_RANGES}]")
+UNSAFE = Unprintable(f"[\x00-\x1f{_RANGES}]")
 # Where text may span lines (a description), newlines and tabs stay.
-_UNSAFE_IN_LINES = re.compile(f"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f{_RANGES}]")
+_UNSAFE_IN_LINES = Unprintable(f"\r(?!\n)|[\x00-\x08\x0b-\x0c\x0e-\x1f{_RANGES}]")
 # What JSON output escapes beyond what json.dumps already does (C0, quote, backslash).
-_UNSAFE_IN_JSON = re.compile(f"[{_RANGES}]")
+_UNSAFE_IN_JSON = Unprintable(f"[{_RANGES}]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -55,7 +57,7 @@ def json_text(document: Any) -> str:
 def json_safe(text: str) -> str:
     """JSON text with DEL, C1 and the characters `shown` escapes written as `\\u` escapes:
     the same data for any JSON reader (outside strings JSON text is plain ASCII)."""
-    if _UNSAFE_IN_JSON.search(text):
+    if not (text.isascii() and "\x7f" not in text) and _UNSAFE_IN_JSON.search(text):  # JSON text: ASCII is safe
         text = _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
