@@ -548,6 +548,8 @@ class Store:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # its own new file: at once
             found = self._name_reserved(fd, folder, self._next_free(), content)
+        except OSError:  # a full disk, a folder gone: the locked path finds it and says so
+            found = None
         except BaseException:
             os.close(fd)
             raise
