@@ -291,12 +291,14 @@ class Board:
                 return None
             task_id, fd = held
             name, data = file_name(task_id), content(task_id)
-            outcome = Outcome(json.loads(data))  # what callers print is what the file says
+            record = json.loads(data)  # what callers print is what the file says
+            outcome = Outcome(record)
             outcome.events.append(Event(task_id, "created"))
             try:
                 with store.writing() as notes:
                     store.last_id()  # the board's highest id, for the next writer (a look at the folder, at most once)
-                    entries = journal.entries(outcome.events, actor, journal.stamp())  # stamped in lock order
+                    uids = {task_id: record["uid"]}  # the entry follows its task through a merge
+                    entries = journal.entries(outcome.events, actor, journal.stamp(), uids)  # stamped in lock order
                     lines = {journal.shard_name(actor): journal.encode(entries)}
                     store.write({name: data}, lines, new=[name], staged_as={name: store.reserved_path(task_id)})
             except (Taken, Changed):  # a writer without the lock took the name first (DESIGN §13): again
