@@ -178,6 +178,26 @@ def test_a_waiter_brings_the_board_in_when_work_it_waits_on_was_finished_elsewhe
     assert changed == [".tasks/journal/bob.jsonl", ".tasks/task_2.json"]  # the claim; the completion is committed
 
 
+def test_a_waiter_pushes_its_own_completions_so_waiters_elsewhere_are_freed(fleet):
+    """The README loop across clones syncs nowhere: a's agent completes #1 and goes back to
+    waiting; b's waiter, blocked on #1, must get #2 without anyone running sync."""
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("claim", "1", owner="amy")
+    b.tasks("sync")
+    waiting_b = spawn(b, "claim", "--wait", "40", "--json", TASKS_OWNER="bob")
+    a.tasks("done", "1", owner="amy")  # no sync: the completion is only on a
+    waiting_a = spawn(a, "claim", "3", "--wait", "40", "--json", TASKS_OWNER="amy")  # #3 waits on #2
+    out, err = waiting_b.communicate(timeout=90)
+    assert waiting_b.returncode == 0, err
+    assert json.loads(out)["id"] == 2
+    waiting_a.kill()
+    waiting_a.communicate(timeout=30)
+    assert b.records()[1]["status"] == "completed"
+
+
 def test_no_round_trip_to_the_remote_holds_the_board_lock(fleet, tmp_path):
     """Issue 19, item 10: `done` moves its claim ref with the board lock let go, so a
     remote that does not answer does not make `create`, `ready` and `claim` busy."""

@@ -1185,16 +1185,16 @@ class ClaimRefs(Authority):
         return claim(board, task_id, owner, lease)
 
     def poll(self, store: Store, board: Board | None = None, catch_up: Any = None) -> tuple[float, Any] | None:
-        """The claim refs, every POLL seconds; and when they say an open task here was
-        completed or given back on another machine, the board too (`catch_up`: the front
-        end's git.sync.bring_in): a completion elsewhere frees dependents here only once
-        the task files say so."""
+        """The claim refs, every POLL seconds; then `catch_up` (the front end's
+        git.sync.bring_in) syncs when they say an open task here was completed or given
+        back on another machine, or when this board holds what the remote does not: a
+        completion frees dependents only once the task files say so."""
         if config_of(store) is None:
             return None
 
         def fetch() -> None:
             refresh(store)
-            if board is not None and catch_up is not None and ended_elsewhere(store):
+            if board is not None and catch_up is not None:
                 catch_up(board)
 
         return (POLL, fetch)

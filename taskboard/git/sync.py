@@ -727,12 +727,22 @@ def _came_in(before: dict, after: dict, result: Synced) -> None:
 # -- waiting across clones -------------------------------------------------------------------------
 
 
+RETRY_AFTER = 30.0  # seconds before a waiter tries again to push what a failed sync left here
+_failed: dict[str, tuple[str, float]] = {}  # board path: (what was not pushed, when the sync failed)
+
+
 def bring_in(board: Board) -> None:
-    """What a waiter does (claimrefs.ClaimRefs.poll) when the claim refs say work ended on
-    another machine: sync when the remote's branch moved since this clone last fetched it (a
-    completion frees dependents only once the task files say so). A sync that fails is
-    left to the next poll."""
+    """What a waiter does at every poll of the claim refs (claimrefs.ClaimRefs.poll): sync
+    when they say an open task here was finished or given back on another machine and
+    the remote's branch moved since this clone last fetched it (a completion frees
+    dependents only once the task files say so); and sync when this clone's board holds
+    what the remote's branch does not (its own completions leave it while its agent
+    waits, instead of waiting for a sync nobody runs). A sync that fails is left to a
+    later poll."""
+    import time
+
     from ..core.errors import TaskError
+    from .claimrefs import ended_elsewhere
 
     try:
         git = Git(board.store)
@@ -740,8 +750,34 @@ def bring_in(board: Board) -> None:
         if not branch:
             return
         name, merge_ref = _where(git, board.store, branch, None)
-        heads = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
-        if heads and heads[0] != _rev(git, f"refs/remotes/{name}/{merge_ref.removeprefix('refs/heads/')}"):
+        tracking = f"refs/remotes/{name}/{merge_ref.removeprefix('refs/heads/')}"
+        if ended_elsewhere(board.store):
+            heads = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
+            if heads and heads[0] != _rev(git, tracking):
+                sync(board, name)
+                return
+        unpushed = _unpushed(git, board.store, tracking)
+        if not unpushed:
+            return
+        failed = _failed.get(board.store.path)
+        if failed is not None and failed[0] == unpushed and time.monotonic() - failed[1] < RETRY_AFTER:
+            return
+        try:
             sync(board, name)
+        except TaskError:
+            _failed[board.store.path] = (unpushed, time.monotonic())
+            raise
+        _failed.pop(board.store.path, None)
     except TaskError:
         return
+
+
+def _unpushed(git: Git, store: Store, tracking: str) -> str:
+    """What of the board the remote's branch (as last fetched) does not hold: the paths
+    that differ from it, new files included; "" when nothing (or no such branch)."""
+    if _rev(git, tracking) is None:
+        return ""
+    where = str(store.root)
+    changed = git.run("diff", "--name-only", tracking, "--", where).stdout.decode()
+    new = git.run("ls-files", "--others", "--exclude-standard", "--", where).stdout.decode()
+    return changed + new
