@@ -390,3 +390,24 @@ def test_the_exit_3_of_a_waiting_claim_names_every_reason(sh, tmp_path):
     sh.tasks("--as", "amy", "done", "3", cwd=tmp_path, env=env)
     said = sh.tasks("--as", "amy", "claim", "--wait", cwd=tmp_path, env=env, expect=3).stderr
     assert "nothing is left that could come to amy: every task is done" in said, said
+
+
+def test_a_plain_claim_that_finds_nothing_says_why(sh, tmp_path):
+    """Issue 19 (left from 18): `claim` without --wait names what holds the work back, as
+    the waiting claim's exit 3 does: held by whom, blocked, or nothing left at all."""
+    board = tmp_path / "board"
+    env = {"TASKS_DIR": str(board)}
+    for subject in ("parser", "checker", "docs"):
+        sh.tasks("create", subject, cwd=tmp_path, env=env)
+    sh.tasks("update", "2", "--add-blocked-by", "1", cwd=tmp_path, env=env)
+    sh.tasks("--as", "bob", "claim", "1", cwd=tmp_path, env=env)
+    sh.tasks("--as", "cat", "claim", "3", cwd=tmp_path, env=env)
+    said = sh.tasks("--as", "amy", "claim", cwd=tmp_path, env=env, expect=3).stderr
+    assert "no ready task to claim for amy: #1, #3 held by bob, cat; #2 blocked by unfinished tasks" in said, said
+    said = sh.tasks("--as", "amy", "--json", "claim", cwd=tmp_path, env=env, expect=3).stderr
+    assert json.loads(said)["error"]["message"].endswith("#2 blocked by unfinished tasks")
+    for task, who in ((1, "bob"), (3, "cat")):
+        sh.tasks("--as", who, "done", str(task), cwd=tmp_path, env=env)
+    sh.tasks("--as", "bob", "claim", "2", cwd=tmp_path, env=env)
+    said = sh.tasks("--as", "bob", "claim", cwd=tmp_path, env=env, expect=3).stderr
+    assert "no ready task to claim for bob: #2 held by you" in said, said

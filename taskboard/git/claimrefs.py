@@ -626,7 +626,7 @@ def _candidate(
                 lapses[candidate] = lapsed
         chosen = best or fallback
         if chosen is None:
-            raise NotFound(f"no ready task to claim for {owner}")
+            raise NotFound(f"no ready task to claim for {owner}", "none-ready")
         return chosen, lapses.get(chosen["id"])
 
 

@@ -598,7 +598,20 @@ class Board:
 
     def claim(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
         """Take task_id, or the first claimable task in ready order, for owner
-        (taskboard.claims); with a lease of `lease` seconds the claim ends unless renewed."""
+        (taskboard.claims); with a lease of `lease` seconds the claim ends unless renewed.
+        Nothing to claim says why (held, blocked, done: claims.why_none_ready)."""
+        try:
+            return self.claim_as_is(task_id, owner, lease)
+        except NotFound as exc:
+            if exc.reason != "none-ready":
+                raise
+            from . import claims
+
+            why = claims.why_none_ready(self, owner)
+            raise NotFound(f"{exc.message}: {why}", "none-ready", owner=owner) from None
+
+    def claim_as_is(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+        """`claim` without the words of why nothing was found (a waiter asks again and again)."""
         outcome = self.authority.claim(self, task_id, owner, lease)
         if outcome is None:  # the authority has no say: this clone's own rules decide
             from . import claims

@@ -331,7 +331,7 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
             return record
         fallback = fallback or record
     if fallback is None:
-        raise NotFound(f"no ready task to claim for {owner}")
+        raise NotFound(f"no ready task to claim for {owner}", "none-ready")
     return fallback
 
 
@@ -625,6 +625,7 @@ def claim_wait(
     deadline = None if seconds is None else time.monotonic() + seconds
     watcher = None
     polled = time.monotonic()
+    last_polled = False
     try:
         while True:
             if stop is not None and stop.is_set():
@@ -638,6 +639,10 @@ def claim_wait(
             if claimed is not None:
                 return claimed
             hope, expiry, reasons = prospects(board, owner, task_id)
+            if not hope and poll is not None and not last_polled:  # fetch once more first: and push
+                poll[1]()  # what this board holds that others wait for (claims through a remote)
+                polled, last_polled = time.monotonic(), True
+                continue
             if not hope:
                 raise refused or NotFound(
                     f"nothing is left that could come to {owner}: {reasons}", "nothing-left", owner=owner
@@ -667,7 +672,7 @@ def _attempt(board: Desk, task_id: int | None, owner: str, lease: float | None) 
     """One claim: (its outcome, None), or (None, the refusal a waiter may outwait); a
     missing task, and any other failure, is raised."""
     try:
-        return board.claim(task_id, owner, lease), None  # through the remote when claims go there
+        return board.claim_as_is(task_id, owner, lease), None  # through the remote when claims go there
     except NotFound:
         if task_id is not None:
             raise
@@ -753,6 +758,43 @@ _REASONS = (
     ("yours", "held by you"),
     ("waiting", "waiting on one of those, on a cycle, or on an unreadable task"),
 )
+
+
+def why_none_ready(board: Board, owner: str) -> str:
+    """Why a claim without an ID found nothing, in words: what claim --wait's exit 3 says
+    when nothing could come any more, else what holds the open tasks back now (held by
+    others, blocked, kept out until later, held where this worktree does not see)."""
+    hope, _expiry, reasons = prospects(board, owner, None)
+    if not hope:
+        return reasons
+    listing = board.listing(history=False)
+    groups: dict[str, list[int]] = {}
+    holders: dict[int, str] = {}
+    for record in listing.open_records:
+        if record["status"] == "in_progress" and record["owner"] != owner:
+            key = "held"
+            holders[record["id"]] = record["owner"]
+        elif graph.open_blockers(record, listing.lookup):
+            key = "blocked"
+        elif waits(record):
+            key = "later"
+        else:
+            key = "elsewhere"
+        groups.setdefault(key, []).append(record["id"])
+    words = {
+        "held": "held by {holders}",
+        "blocked": "blocked by unfinished tasks",
+        "later": "kept out until their after time",
+        "elsewhere": "held in another worktree or on another machine",
+    }
+    parts = []
+    for key, text in words.items():
+        ids = groups.get(key, [])
+        if ids:
+            named = ", ".join(f"#{i}" for i in ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+            who = ", ".join(sorted({holders[i] for i in ids if i in holders}))
+            parts.append(f"{named} {text.format(holders=who)}")
+    return "; ".join(parts) or "no open task"
 
 
 def _reasons(chosen: list[Record], why_not: Any, on_board: int | None) -> str:
