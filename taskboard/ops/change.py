@@ -49,6 +49,9 @@ if TYPE_CHECKING:
         def claim(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
             """Through the board's claim authority (taskboard.ops.coordination)."""
 
+        def claim_as_is(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+            """`claim` without the words of why nothing was found."""
+
         def local(self) -> Desk:
             """This desk with claims decided on this clone alone."""
 

@@ -656,16 +656,21 @@ def claim_wait(
                 raise NotFound(
                     f"waited {seconds:g} s; {what} claimable for {owner}", "wait-timeout", owner=owner, seconds=seconds
                 )
-            if expiry is not None:
-                until_expiry = max(0.0, expiry - time.time()) + WAKE_AFTER_EXPIRY
-                timeout = until_expiry if timeout is None else min(timeout, until_expiry)
-            if poll is not None:
-                until_poll = max(0.0, polled + poll[0] - time.monotonic())
-                timeout = until_poll if timeout is None else min(timeout, until_poll)
-            watcher.wait(timeout)
+            watcher.wait(_sooner(timeout, expiry, poll, polled))
     finally:
         if watcher is not None:
             watcher.close()
+
+
+def _sooner(timeout: float | None, expiry: float | None, poll: tuple[float, Any] | None, polled: float) -> float | None:
+    """How long a waiter sleeps: until its deadline, a lease running out, or its next poll."""
+    if expiry is not None:
+        until_expiry = max(0.0, expiry - time.time()) + WAKE_AFTER_EXPIRY
+        timeout = until_expiry if timeout is None else min(timeout, until_expiry)
+    if poll is not None:
+        until_poll = max(0.0, polled + poll[0] - time.monotonic())
+        timeout = until_poll if timeout is None else min(timeout, until_poll)
+    return timeout
 
 
 def _attempt(board: Desk, task_id: int | None, owner: str, lease: float | None) -> tuple[Outcome | None, Any]:
