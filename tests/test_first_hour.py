@@ -411,3 +411,17 @@ def test_a_plain_claim_that_finds_nothing_says_why(sh, tmp_path):
     sh.tasks("--as", "bob", "claim", "2", cwd=tmp_path, env=env)
     said = sh.tasks("--as", "bob", "claim", cwd=tmp_path, env=env, expect=3).stderr
     assert "no ready task to claim for bob: #2 held by you" in said, said
+
+
+def test_tasks_worktrees_set_in_an_included_git_config_file_counts(sh, tmp_path):
+    """Issue 19 (left from 18): the git config reader follows `[include] path`, as git
+    does (relative to the including file, two levels deep here)."""
+    top, (one, _two) = clone_with_worktrees(sh, tmp_path)
+    (tmp_path / "team.gitconfig").write_text("[include]\n\tpath = tasks.gitconfig\n")
+    (tmp_path / "tasks.gitconfig").write_text("[tasks]\n\tworktrees = branch\n")
+    sh.git("config", "include.path", "../../team.gitconfig", cwd=top)  # from .git/config
+    assert sh.git("config", "tasks.worktrees", cwd=one).stdout.strip() == "branch"  # git reads it so
+    assert claimed(sh, one, "agent-1") == 1
+    sh.tasks("--as", "agent-1", "done", "1", cwd=one)
+    assert json.loads((one / ".tasks" / "task_1.json").read_text())["status"] == "completed"
+    assert json.loads((top / ".tasks" / "task_1.json").read_text())["status"] == "pending"

@@ -132,22 +132,35 @@ def main_worktree(top: str) -> str | None:
 
 def _git_config(files: list[str]) -> dict[tuple[str, str], str]:
     """The plain `[section]` / `key = value` settings of git config files, the later file
-    winning, as git reads them (names case-insensitive; includes are not followed)."""
+    winning, as git reads them (names case-insensitive; `[include] path` followed where it
+    stands, as git does; `[includeIf]` is not)."""
     found: dict[tuple[str, str], str] = {}
     for path in files:
-        text = _small_text(path, 1 << 16)
-        section = ""
-        for raw in (text or "").splitlines():
-            line = raw.strip()
-            if line.startswith("["):
-                section = line[1:].partition("]")[0].strip().lower()
-                continue
-            if not line or line[0] in "#;" or not section or " " in section:
-                continue
-            key, equals, value = line.partition("=")
-            value = value.split("#")[0].split(";")[0].strip().strip('"') if equals else "true"
-            found[(section, key.strip().lower())] = value
+        _read_config(path, found, 0)
     return found
+
+
+MAX_INCLUDE_DEPTH = 10  # git's own limit
+
+
+def _read_config(path: str, found: dict[tuple[str, str], str], depth: int) -> None:
+    text = _small_text(path, 1 << 16)
+    section = ""
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line[1:].partition("]")[0].strip().lower()
+            continue
+        if not line or line[0] in "#;" or not section or " " in section:
+            continue
+        key, equals, value = line.partition("=")
+        value = value.split("#")[0].split(";")[0].strip().strip('"') if equals else "true"
+        key = key.strip().lower()
+        if section == "include" and key == "path" and value and depth < MAX_INCLUDE_DEPTH:
+            included = os.path.expanduser(value)
+            _read_config(os.path.join(os.path.dirname(path), included), found, depth + 1)  # an absolute one stays
+            continue
+        found[(section, key)] = value
 
 
 def _small_text(path: str, limit: int = 4096) -> str | None:
