@@ -278,3 +278,25 @@ def test_the_journal_follows_tasks_by_uid_across_renumbering(fleet):
             said = [(e["event"], e["actor"]) for e in machine.json("log", str(task))]
             assert said[:3] == [("created", "root"), ("claimed", owner), ("completed", owner)]
             assert [event for event, _actor in said[3:]] == ["renumbered"]
+
+
+def test_a_claim_taken_over_on_another_machine_leaves_check_clean_once_synced_in(fleet):
+    """The file wins (DESIGN §13) over this clone's claim when a sync brings in the task
+    held by someone else: amy's lease ran out and bob took #4 over on another clone."""
+    import time
+
+    a = fleet.machine("a")
+    plan(a)
+    b = fleet.machine("b")
+    claimed = a.json("claim", "4", "--lease", "1s", owner="amy")
+    a.tasks("sync")
+    b.tasks("sync")
+    expires = time.time() + 1.5
+    while time.time() < expires:  # amy's lease runs out: the condition a takeover waits for
+        time.sleep(0.1)
+    took = b.json("claim", "4", owner="bob")
+    assert (claimed["owner"], took["owner"]) == ("amy", "bob")
+    b.tasks("sync")
+    a.tasks("sync")
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "bob")
+    assert a.json("check") == {"ok": True, "problems": []}

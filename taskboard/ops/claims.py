@@ -907,11 +907,12 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
 
 
 def _ended_by_the_file(record: Record | None) -> bool:
-    """Whether the task's file ended the claim this board recorded: completed, or given
-    back (pending). Another writer did it (DESIGN §13: the s12 family takes no lock and
-    keeps no runtime state), or a checkout put the file back once the lease ran out (one
+    """Whether the task's file ended the claim this board recorded: completed, given back
+    (pending), or held by another owner (a takeover made on another machine, synced in).
+    Another writer did it (DESIGN §13: the s12 family takes no lock and keeps no runtime
+    state), a sync brought it, or a checkout put the file back once the lease ran out (one
     whose lease still runs is honoured: Runtime.rewound): the file wins."""
-    return record is not None and record["status"] in ("completed", "pending")
+    return record is not None and record["status"] in ("completed", "pending", "in_progress")
 
 
 def _drop_claim(state: State, uid: str, record: Record | None) -> None:
