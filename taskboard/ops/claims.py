@@ -765,21 +765,24 @@ _REASONS = (
 )
 
 
-def why_none_ready(board: Board, owner: str) -> str:
+def why_none_ready(board: Desk, owner: str) -> str:
     """Why a claim without an ID found nothing, in words: what claim --wait's exit 3 says
     when nothing could come any more, else what holds the open tasks back now (held by
     others, blocked, kept out until later, held where this worktree does not see)."""
     hope, _expiry, reasons = prospects(board, owner, None)
     if not hope:
         return reasons
-    listing = board.listing(history=False)
+    from ..disk.index import snapshot
+
+    with board.store.reading():
+        shot = snapshot(board.store, history=False)
     groups: dict[str, list[int]] = {}
     holders: dict[int, str] = {}
-    for record in listing.open_records:
+    for record in [shot.open[task_id] for task_id in sorted(shot.open)]:
         if record["status"] == "in_progress" and record["owner"] != owner:
             key = "held"
             holders[record["id"]] = record["owner"]
-        elif graph.open_blockers(record, listing.lookup):
+        elif graph.open_blockers(record, shot.lookup):
             key = "blocked"
         elif waits(record):
             key = "later"
