@@ -898,14 +898,16 @@ def mcp_server(board: Path, runs: int) -> list[tuple[str, str, str, bool]]:
         print(f"  task_get round trip    {get * 1000:6.2f} ms median, {deciles[-1] * 1000:.2f} ms p90 (n={len(gets)})")
         print(f"  task_create round trip {create * 1000:6.2f} ms median (n={len(creates)})")
         print(f"  server memory: {idle / 1e6:.0f} MB idle after start, {busy / 1e6:.0f} MB after the calls")
-        session.call("task_claim", {"taskId": 9001, "owner": "bench-holder"})
+        made = session.request("tools/call", {"name": "task_create", "arguments": {"subject": "bench held"}})
+        held = json.loads(made["content"][0]["text"])["id"]  # one the builder cannot have finished
+        session.call("task_claim", {"taskId": held, "owner": "bench-holder"})
         session.next_id += 1  # a claim that waits for the task held above: never answered here
         session.send(
             {
                 "jsonrpc": "2.0",
                 "id": session.next_id,
                 "method": "tools/call",
-                "params": {"name": "task_claim", "arguments": {"taskId": 9001, "owner": "bench", "wait": 600}},
+                "params": {"name": "task_claim", "arguments": {"taskId": held, "owner": "bench", "wait": 600}},
             }
         )
         session.call("task_get", {"taskId": 1})  # answered while the claim waits
