@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from ..core import graph
 from ..core.errors import UsageError
-from ..core.model import MARKERS, Record, labels_of, parse_priority, parse_status
+from ..core.model import KEY_ORDER, MARKERS, Record, labels_of, parse_priority, parse_status
 from ..core.states import held_back
 from ..views import viewmodel as views
 from ..views.messages import entry_words
@@ -284,19 +284,7 @@ def task_page(board: Board, task_id: int, now: float | None = None, remember: An
         ("updated", [safe.get("updatedAt", "")]),
         ("uid", [safe.get("uid", "")]),
     ]
-    known = {
-        "id",
-        "subject",
-        "description",
-        "status",
-        "blockedBy",
-        "blocks",
-        "owner",
-        "metadata",
-        "uid",
-        "createdAt",
-        "updatedAt",
-    }
+    known = set(KEY_ORDER)  # the record's own keys: the rest are shown as they are
     rows += [
         (shown(str(name)), value_text(shown_value(value, lines=True)).split("\n"))
         for name, value in record.items()
