@@ -28,7 +28,7 @@ import time
 import pytest
 from conftest import TASKS
 from invariants import assert_sound, hub_board, load_board, load_journal, record, scratch_left, snapshot, write_board
-from watching import IN_CREATE, Watch
+from watching import IN_CREATE, IN_MOVED_TO, Watch
 from worker import ForkServer
 
 from taskboard.core.model import encode
@@ -162,11 +162,15 @@ def test_kill_minus_nine_loop_during_completion_and_reopen(forks, board_dir, run
     # at least 12 kills, and on until 3 of them landed mid-change (a kill between two changes
     # proves nothing about recovery); nearly all of the loop's time is inside a change
     while kills < 12 or (mid_change < 3 and kills < 60):
+        placed = Watch(board_dir, IN_MOVED_TO)  # each file a change puts in place
         with changing(board_dir) as begun:
             pid = forks.ask(loop=loop)["pid"]
             begun(60.0)  # the loop is inside a change however loaded the machine is (its intent is written)
-        # where in the change the kill lands, at random; what is asserted does not depend on it
-        time.sleep(rng.uniform(0.0, 0.05))
+        # where in the change the kill lands: after a random number of the files it puts in
+        # place (0 to all 41); what is asserted does not depend on it
+        for _ in range(rng.randint(0, HUB_FILES)):
+            placed.wait(lambda name: name.startswith("task_"))
+        placed.close()
         os.kill(pid, signal.SIGKILL)
         assert forks.ask(reap=pid) == {"signal": signal.SIGKILL}
         kills += 1
@@ -463,18 +467,17 @@ def test_many_creates_killed_at_random_instants_lose_nothing_they_said_was_made(
         lock = os.open(board_dir / ".lock", os.O_RDONLY) if rounds % 2 else None
         if lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            watch = Watch(board_dir / ".scratch", IN_CREATE)
+        reserved = Watch(board_dir / ".scratch", IN_CREATE)
         creates = [
             subprocess.Popen([*TASKS, "--dir", str(board_dir), "create", f"r{rounds} n{n}", "--json"], **PIPES)
             for n in range(8)
         ]
-        # where the kills land; what is asserted does not depend on it
-        if lock is not None:  # once a few of them reserved their ids
-            for _ in range(rng.randint(1, 8)):
-                watch.wait(lambda name: name.endswith(".json.new"))
-            watch.close()
-        else:
-            time.sleep(rng.uniform(0.05, 1.0))
+        # where the kills land: once a random number of the creates reserved their ids (none:
+        # in a start-up; all eight: while writing, or waiting for the lock when it is held);
+        # what is asserted does not depend on it
+        for _ in range(rng.randint(1 if lock is not None else 0, 8)):
+            reserved.wait(lambda name: name.endswith(".json.new"))
+        reserved.close()
         for victim in rng.sample(creates, 3):
             victim.kill()
         if lock is not None:

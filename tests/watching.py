@@ -10,6 +10,7 @@ import select
 import struct
 
 IN_CLOSE_NOWRITE = 0x10
+IN_MOVED_TO = 0x80
 IN_CREATE = 0x100
 _HEADER = struct.Struct("iIII")
 _libc = ctypes.CDLL(None, use_errno=True)
