@@ -192,6 +192,35 @@ def test_tool_calls_run_hooks_too(repo, tmp_path):
     assert event["event"] == "created" and event["record"]["subject"] == "From a model"
 
 
+@pytest.mark.parametrize("source", ["plan", "claude"])
+def test_an_import_runs_the_created_hook_for_each_task(repo, tmp_path, source):
+    """A plan file and a Claude Code task list are both created here: each task they make
+    runs the clone's `created` hooks, as a `tasks create` would."""
+    seen = tmp_path / "seen.jsonl"
+    tasks(repo, "hook", "add", "created", f"cat >> {seen}; echo >> {seen}")
+    if source == "plan":
+        plan = {"tasks": [{"key": "a", "subject": "First"}, {"key": "b", "subject": "Second", "blockedBy": ["a"]}]}
+        tasks(repo, "import", "-", input=json.dumps(plan).encode())
+    else:
+        folder = tmp_path / "claude-list"
+        folder.mkdir()
+        for key, subject, blocked_by in (("1", "First", []), ("2", "Second", ["1"])):
+            document = {"id": key, "subject": subject, "description": "", "status": "pending", "blockedBy": blocked_by}
+            (folder / f"{key}.json").write_text(json.dumps(document))
+        tasks(repo, "import", "--from", "claude", str(folder))
+
+    def written():
+        """a created event for each imported task"""
+        events = json_lines(seen)
+        return events if len(events) == 2 else None
+
+    events = wait_for(written)
+    assert sorted((event["event"], event["record"]["subject"]) for event in events) == [
+        ("created", "First"),
+        ("created", "Second"),
+    ]
+
+
 def test_changes_merged_from_elsewhere_run_no_hook(repo, tmp_path):
     origin = tmp_path / "origin.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(origin))

@@ -312,6 +312,7 @@ def import_claude(inv: Invocation, folder: str) -> int:
 
     outcome = import_plan(inv.board, read_claude_list(folder))
     _say_imported(inv, outcome, f" from the Claude Code task list {folder}")
+    run_hooks(inv, outcome)
     return 0
 
 
