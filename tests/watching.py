@@ -27,6 +27,12 @@ class Watch:
 
     def wait(self, wanted, timeout: float = 30.0) -> str:
         """The name of the first entry with an event for which `wanted(name)` is true."""
+        name = self.within(wanted, timeout)
+        assert name is not None, "the awaited file event never came"
+        return name
+
+    def within(self, wanted, timeout: float) -> str | None:
+        """As wait, or None when no such event came within `timeout` seconds of quiet."""
         while True:
             while len(self.buffer) >= _HEADER.size:
                 _wd, _mask, _cookie, length = _HEADER.unpack_from(self.buffer)
@@ -35,7 +41,8 @@ class Watch:
                 if wanted(name):
                     return name
             ready, _, _ = select.select([self.fd], [], [], timeout)
-            assert ready, "the awaited file event never came"
+            if not ready:
+                return None
             self.buffer += os.read(self.fd, 65536)
 
     def close(self) -> None:
