@@ -1,10 +1,191 @@
+"""The door: `python -m taskboard` (what a wired clone's git runs: the merge driver and
+the hooks) and `tasks` (pyproject's script, `taskboard.__main__:main`). It runs one
+command line, turns every failure into the contract's exit code and error line, and
+answers the calls agents make in loops without importing click.
+
+Start-up is the product's latency: `get`, `list` and `ready` (with --json, or plain text
+when piped) and `create SUBJECT --json` never import click or rich, and the reads never
+import filelock; so everything here is imported when it is needed, and
+`python -m taskboard merge-driver` loads nothing but the driver. Never move or rename
+this door: clones wired by `tasks init` call it by this name.
+"""
+
+from __future__ import annotations
+
+import os
 import sys
 
-if sys.argv[1:2] == ["merge-driver"]:  # git starts it once per file both sides changed: the lean way in
-    from .git.driver import main as driver
+TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-    sys.exit(driver(sys.argv[2:]))
+    from .cli.invocation import Invocation
+    from .ops.board import Board
 
-from .cli.app import main
 
-sys.exit(main())
+def main(argv: list[str] | None = None) -> int:
+    from .cli.invocation import Invocation, fail
+    from .core.errors import TaskError
+    from .views.messages import error_text, internal_text, os_error_text
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in args
+    inv = Invocation()
+    inv.argv = args
+    if "check" not in args:  # check reports an unfinished merge, and finishes it with --fix
+        inv.on_board = _finish_merge
+    try:
+        fast = _git_entry(args) or fast_command(args, inv)
+        return fast() if fast is not None else _run_click(args, inv)
+    except TaskError as exc:
+        if getattr(exc, "recorded", None) is not None:  # a failed gate journaled a failed attempt: its hooks
+            from .git.hooks import fire
+
+            fire(inv.board.store, exc.recorded)  # type: ignore[attr-defined]
+        return fail(json_mode, exc.code, error_text(exc), exc.exit_code)
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    except OSError as exc:  # a board this user may not write, a full disk, a vanished mount: named, no bug
+        return fail(json_mode, "corrupt", os_error_text(exc), 6)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: say so plainly, trace only on request
+        if os.environ.get("TASKS_DEBUG"):
+            raise
+        return fail(json_mode, "internal", internal_text(exc), 1)
+
+
+def _git_entry(args: list[str]) -> Callable[[], int] | None:
+    """`merge-driver` and `git-hook`: run by git for the wiring `tasks init` sets up
+    (taskboard.driver, taskboard.gitwire), without click and without looking for a board."""
+    if args[:1] not in (["merge-driver"], ["git-hook"]):
+        return None
+    if args[0] == "merge-driver":
+        from .git import driver
+
+        return lambda: driver.main(args[1:])
+    from .git import wiring as gitwire
+
+    return lambda: gitwire.run_hook(args[1:])
+
+
+def _finish_merge(inv: Invocation, board: Board) -> None:
+    """The next command after a merge the hooks did not finish (no hooks, a series of
+    cherry-picks) finishes it first: a stat or two when there is none."""
+    from .git.driver import merge_pending
+
+    if not merge_pending(board.store.path):
+        return
+    from .git.wiring import describe, settle
+
+    for line in describe(settle(board.store), board.store.root.name):
+        inv.warn(line)
+
+
+def _run_click(args: list[str], inv: Invocation) -> int:
+    from .cli.parser import run
+
+    return run(args, inv)
+
+
+def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
+    """The calls agents and scripts make in loops, run without importing click:
+    `get ID`, `list [--status S]... [--limit N]`, `ready [--limit N]` (each with --json,
+    or plain for a pipe), `create SUBJECT --json`, `claim [ID] [--owner NAME] --json` and
+    `call`, with `--dir P` anywhere. Anything else, even a spelling of these that click
+    would accept, returns None and goes through click, which stays the one definition of
+    the command line."""
+    from .cli import commands
+    from .core.errors import UsageError
+    from .core.model import parse_id
+    from .ops.query import Query
+
+    parsed = _fast_parse(args, inv)
+    if parsed is None or (parsed["command"] in ("create", "claim") and not inv.json):
+        return None
+    command, operands = parsed["command"], parsed["operands"]
+    inv.command = command
+    task_id = None
+    if command in ("get", "claim") and operands:
+        try:
+            task_id = parse_id(operands[0])
+        except UsageError:
+            return None  # let click word the usage error
+    runs = {
+        "list": lambda: commands.list_tasks(inv, Query(parsed["statuses"], limit=parsed["limit"])),
+        "ready": lambda: commands.list_tasks(inv, Query(ready=True, limit=parsed["limit"])),
+        "get": lambda: commands.get(inv, task_id),  # type: ignore[arg-type]  # get always has its ID
+        "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
+        "claim": lambda: commands.claim(inv, task_id, parsed["owner"]),  # the agent loop's call
+        "call": _harness_call(inv),  # the subprocess tool loop's one command (taskboard.harness)
+    }
+    return runs[command]
+
+
+_OPERANDS = {"get": (1,), "create": (1,), "claim": (0, 1)}  # how many each command takes
+
+
+def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
+    """The parts of a command line the fast path takes (command, operands, statuses,
+    limit, owner), else None."""
+    from .core.errors import UsageError
+    from .core.model import STATUSES, parse_limit
+
+    rest, command, operands = list(args), None, []
+    found: dict = {"statuses": [], "limit": None, "owner": None}
+    while rest:
+        token = rest.pop(0)
+        if token == "--json":
+            inv.json = True
+        elif token == "--dir" and rest:  # before or after the command, as click takes it
+            inv.board_dir = rest.pop(0)
+        elif command is None and token in ("get", "list", "ready", "create", "claim", "call"):
+            command = token
+        elif command in _OPERANDS and not token.startswith("-"):
+            operands.append(token)
+        elif token == "--status" and command == "list" and rest and rest[0] in STATUSES:
+            found["statuses"].append(rest.pop(0))
+        elif token == "--limit" and command in ("list", "ready") and rest and found["limit"] is None:
+            try:
+                found["limit"] = parse_limit(rest.pop(0))
+            except UsageError:
+                return None  # let click word the usage error
+        elif (
+            token == "--owner"
+            and command == "claim"
+            and rest
+            and not rest[0].startswith("-")
+            and found["owner"] is None
+        ):
+            found["owner"] = rest.pop(0)
+        else:
+            return None
+    if command is None or len(operands) not in _OPERANDS.get(command, (0,)):
+        return None
+    return {"command": command, "operands": operands, **found}
+
+
+def _harness_call(inv: Invocation) -> Callable[[], int]:
+    def call() -> int:
+        from .cli import harness
+
+        return harness.call(inv)
+
+    return call
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":  # python -m taskboard; imported (the `tasks` script), it only defines main
+    if sys.argv[1:2] == ["merge-driver"]:  # git starts it once per file both sides changed: the lean way in
+        from .git.driver import main as driver
+
+        sys.exit(driver(sys.argv[2:]))
+    sys.exit(main())

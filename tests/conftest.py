@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
-from taskboard.cli.app import main
+from taskboard.__main__ import main
 
 TASKS = [sys.executable, "-m", "taskboard"]
 

@@ -511,20 +511,20 @@ def test_starting_a_task_does_not_need_its_dependents(run, board_dir):
 )
 def test_fast_reads_answer_exactly_as_click_does(run, board_dir, monkeypatch, args):
     """get/list/ready --json skip click; the answer must not depend on the path taken."""
-    import taskboard.cli.app
+    import taskboard.__main__
 
     run("create", "A")
     run("create", "B [red]", "--blocked-by", "1")
     (board_dir / "task_3.json").write_text("{ torn")
     fast = run(*args, "--json", expect=None)
-    monkeypatch.setattr(taskboard.cli.app, "fast_command", lambda *_: None)
+    monkeypatch.setattr(taskboard.__main__, "fast_command", lambda *_: None)
     slow = run(*args, "--json", expect=None)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)
 
 
 @pytest.mark.parametrize("subject", ["Write parser", "", "x" * 501, "tab\there", "Fix [red] parsing", "-d"])
 def test_fast_create_answers_as_click_does(run, monkeypatch, subject):
-    import taskboard.cli.app
+    import taskboard.__main__
 
     def answer():
         result = run("create", subject, "--json", expect=None)
@@ -535,7 +535,7 @@ def test_fast_create_answers_as_click_does(run, monkeypatch, subject):
         return result.exit_code, record, result.stderr
 
     fast = answer()
-    monkeypatch.setattr(taskboard.cli.app, "fast_command", lambda *_: None)
+    monkeypatch.setattr(taskboard.__main__, "fast_command", lambda *_: None)
     assert answer() == fast
 
 
@@ -595,7 +595,7 @@ def test_a_board_you_cannot_write_is_named_not_a_bug(tmp_path):
     import importlib
     import sys
 
-    from taskboard.cli.app import main
+    from taskboard.__main__ import main
 
     for module in ("taskboard.ops.board", "taskboard.disk.store"):  # loaded before privileges drop
         importlib.import_module(module)

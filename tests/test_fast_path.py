@@ -1,4 +1,4 @@
-"""The click-free fast path (taskboard.cli.app.fast_command) and click are two parsers of
+"""The click-free fast path (taskboard.__main__.fast_command) and click are two parsers of
 one command line: generated command lines must get the same stdout, stderr and exit
 code through either, on the same board, so the two cannot drift apart."""
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from invariants import record, write_board
 
-import taskboard.cli.app
+import taskboard.__main__
 from taskboard.cli.invocation import Invocation
 
 COMMANDS = ["get", "list", "ready", "create", "claim"]
@@ -80,10 +80,10 @@ def test_fast_path_and_click_agree_on_generated_command_lines(tmp_path):
     @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(command_lines(str(board)))
     def agree(args: list[str]) -> None:
-        fast = taskboard.cli.app.fast_command(list(args), Invocation()) is not None
+        fast = taskboard.__main__.fast_command(list(args), Invocation()) is not None
         taken["fast" if fast else "click"] += 1
         first = answer(args, board, template)
-        with mock.patch.object(taskboard.cli.app, "fast_command", lambda *_: None):
+        with mock.patch.object(taskboard.__main__, "fast_command", lambda *_: None):
             assert answer(args, board, template) == first, args
 
     agree()

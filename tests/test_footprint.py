@@ -20,7 +20,7 @@ from taskboard.core.model import encode
 STAMP = "2026-11-29T18:03:11Z"
 TASK_FILE = re.compile(r"task_([1-9][0-9]*)\.json")
 
-# Runs `taskboard.cli.app.main(argv)` and writes a report to the file named by argv[0].
+# Runs `taskboard.__main__.main(argv)` and writes a report to the file named by argv[0].
 WRAPPER = r"""
 import json, os, sys
 
@@ -41,7 +41,7 @@ def hook(event, args):
         listed.append(os.fsdecode(args[0]))
 
 sys.addaudithook(hook)
-from taskboard.cli.app import main
+from taskboard.__main__ import main
 code = main(argv)
 recording[0] = False
 with open(report_path, "w") as out:

@@ -218,7 +218,7 @@ def test_a_server_whose_board_vanishes_keeps_answering(tmp_path):
 
 
 def test_without_the_sdk_tasks_mcp_exits_2_naming_the_install(tmp_path):
-    blocked = "import sys; sys.modules.update(mcp=None, mcp_types=None); from taskboard.cli.app import main; sys.exit(main(['mcp']))"
+    blocked = "import sys; sys.modules.update(mcp=None, mcp_types=None); from taskboard.__main__ import main; sys.exit(main(['mcp']))"
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert done.stdout == b""

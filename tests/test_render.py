@@ -418,7 +418,7 @@ def test_json_paths_never_import_rich(tmp_path):
     root = tmp_path / "board"
     shutil.copytree(EXAMPLE, root)
     code = (
-        "import sys; from taskboard.cli.app import main\n"
+        "import sys; from taskboard.__main__ import main\n"
         f"for argv in (['list'], ['board'], ['graph'], ['get', '7']):\n"
         f"    assert main(['--dir', {str(root)!r}, *argv, '--json']) == 0\n"
         "assert not any(name == 'rich' or name.startswith('rich.') for name in sys.modules)\n"

@@ -570,7 +570,7 @@ def test_call_on_a_damaged_board_shows_the_rest_and_exits_6(board_dir):
 LOADED = r"""
 import io, json, sys
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[2].encode()))
-from taskboard.cli.app import main
+from taskboard.__main__ import main
 code = main(sys.argv[3:])
 with open(sys.argv[1], "w") as out:
     json.dump({"exit": code, "modules": sorted(sys.modules)}, out)
@@ -612,7 +612,7 @@ def test_call_answers_alike_without_click_and_through_it(tmp_path, payload):
     here with --timeout, goes through click: both answer alike."""
     import shutil
 
-    from taskboard.cli.app import fast_command
+    from taskboard.__main__ import fast_command
     from taskboard.cli.invocation import Invocation
 
     assert fast_command(["--dir", "x", "call"], Invocation()) is not None

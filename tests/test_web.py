@@ -257,7 +257,7 @@ def test_without_the_extra_serve_exits_2_naming_the_install_command(board):
         "        if name.split('.')[0] in ('starlette', 'uvicorn', 'jinja2'):\n"
         "            raise ImportError(name)\n"
         "sys.meta_path.insert(0, Block())\n"
-        "from taskboard.cli.app import main\n"
+        "from taskboard.__main__ import main\n"
         f"raise SystemExit(main(['--dir', {str(board)!r}, 'serve', '--port', '0']))\n"
     )
     done = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, timeout=60)
@@ -268,7 +268,7 @@ def test_without_the_extra_serve_exits_2_naming_the_install_command(board):
 def test_the_plain_commands_never_import_the_web_stack(board):
     probe = (
         "import sys\n"
-        "from taskboard.cli.app import main\n"
+        "from taskboard.__main__ import main\n"
         f"main(['--dir', {str(board)!r}, 'board'])\n"
         f"main(['--dir', {str(board)!r}, '--help'])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('starlette', 'uvicorn', 'jinja2', 'taskboard.web')))\n"

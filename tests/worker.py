@@ -1,6 +1,6 @@
 """A real process for the concurrency and crash tests.
 
-It runs `tasks` commands through `taskboard.cli.app.main`, the entry point of the
+It runs `tasks` commands through `taskboard.__main__.main`, the entry point of the
 installed command, so a storm of hundreds of commands from 8 processes does not
 pay interpreter start-up for each; every call still builds its own store and
 takes the board lock like a separate command would.
@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from taskboard.cli.app import main
+from taskboard.__main__ import main
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
