@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from invariants import record, write_board
 from worker import call
 
-from taskboard.disk import cache, index
+from taskboard.disk import cache, index, store
 
 OPEN = ("pending", "in_progress")
 STATUSES = ("pending", "in_progress", "completed", "deleted")
@@ -207,16 +207,32 @@ def test_a_file_changed_within_the_racy_window_is_read_again_until_it_ages(board
     assert task_opens(board_dir, "ready", "--json") == set()
 
 
-def test_a_folder_changed_within_the_racy_window_is_listed_again(board_dir, monkeypatch):
+@pytest.mark.parametrize("clock", ["coarse", "multigrain"])
+def test_a_folder_changed_within_the_racy_window_is_vouched_for_only_with_multigrain_ctimes(
+    board_dir, monkeypatch, clock
+):
+    """A folder changed within the racy window: where a change after a look at the folder
+    may keep its ctime (a coarse clock), its key is never kept; where every such change
+    gives it a new one (multigrain timestamps, probed), the key is kept, and a file that
+    comes right after the listing is still seen."""
+    if clock == "coarse":
+        monkeypatch.setattr(cache, "fine_grained", lambda folder: False)
+    elif not _fine_grained(board_dir):
+        pytest.skip("this kernel has no multigrain timestamps")
     write_board(board_dir, [record(1), record(2)])
     settle()
     assert_reads_agree(board_dir)
     monkeypatch.setattr(index, "RACY_NS", 600 * 10**9)
     (board_dir / "task_7.json").write_text(json.dumps(record(7), indent=2) + "\n")
-    for _ in range(2):
+    for step in range(2):
         assert_reads_agree(board_dir)
         saved = cache.Cache(str(board_dir)).load_index()
-        assert saved is not None and saved["folder"] is None, "a folder this new is never vouched for"
+        assert saved is not None
+        if clock == "coarse":
+            assert saved["folder"] is None, "a folder this new is never vouched for"
+        else:
+            assert saved["folder"] == cache.folder_key(os.stat(board_dir))
+            (board_dir / f"task_{8 + step}.json").write_text(json.dumps(record(8 + step), indent=2) + "\n")
 
 
 def _created(board: Path, *args: str) -> int:
@@ -242,6 +258,8 @@ _LISTED: list[list[str]] = []
 def _listing_hook(event, args):
     if event == "os.listdir" and _LISTED and isinstance(args[0], (str, os.PathLike)):
         _LISTED[-1].append(os.fspath(args[0]))
+    elif event == "os.listdir" and _LISTED and isinstance(args[0], int):  # an open folder: the one it names
+        _LISTED[-1].append(os.readlink(f"/proc/self/fd/{args[0]}"))
 
 
 sys.addaudithook(_listing_hook)
@@ -303,6 +321,103 @@ def test_no_record_where_a_change_after_a_stat_can_keep_the_ctime(board_dir, mon
     assert _created(board_dir) == 2
     assert not (board_dir / ".cache" / cache.LAST_NAME).exists()
     assert _lists_the_board(board_dir)
+
+
+# -- what a writer put in place, followed by the next reader --------------------------------
+
+
+@pytest.fixture
+def witnessed(monkeypatch, board_dir):
+    """Every change through `tasks` in this process records its moves, whatever the board's
+    size (Store._moving), where the kernel's ctimes allow it."""
+    if not _fine_grained(board_dir):
+        pytest.skip("this kernel has no multigrain timestamps: nothing is recorded")
+    monkeypatch.setattr(store, "WITNESS_FROM", 0)
+
+
+def _read_lists_the_board(board: Path, *args: str) -> bool:
+    """Whether a read (`args`, else every read command) lists the board folder (the
+    audit hook, on `tasks` alone), each answer checked against the files."""
+    answers = expected_answers(board)
+    listed: list[str] = []
+    for command in [args] if args else list(answers):
+        _LISTED.append(listed)
+        try:
+            result = call(["--dir", str(board), *command])
+        finally:
+            _LISTED.remove(listed)
+        assert result["exit"] == 0, (command, result)
+        got = result["stdout"] if command in (("list",), ("ready",)) else json.loads(result["stdout"])
+        assert got == answers[command], command
+    return any(os.path.abspath(path) == os.path.abspath(board) for path in listed)
+
+
+def test_after_a_change_through_tasks_the_next_read_follows_it_without_listing(board_dir, witnessed):
+    """Claims, updates and creates put files in place and say which (cache.record_moves):
+    the next read takes the names from the index and those records instead of listing
+    the folder, and answers what the files say; a file copied in by hand after them, or
+    a removed one, is seen (the folder is listed again)."""
+    write_board(board_dir, [record(i, blocked_by=[i - 1] if i % 4 == 0 else []) for i in range(1, 12)])
+    settle()
+    assert _read_lists_the_board(board_dir, "ready", "--json")  # no index yet
+    assert _read_lists_the_board(board_dir, "ready", "--json")  # the first made the cache's folder
+    assert not _read_lists_the_board(board_dir, "ready", "--json")  # kept now
+    assert call(["--dir", str(board_dir), "update", "2", "--subject", "first"])["exit"] == 0
+    assert _read_lists_the_board(board_dir), "the first change made the journal's folder: listed"
+    for change in (
+        ["claim", "--owner", "agent"],
+        ["update", "3", "--status", "completed"],
+        ["create", "after the claim", "--blocked-by", "5"],
+        ["update", "1", "--status", "completed"],
+        ["create", "one more"],
+    ):
+        assert call(["--dir", str(board_dir), *change])["exit"] == 0, change
+        assert not _read_lists_the_board(board_dir), f"the read after {change} listed the folder"
+    settle()
+    assert not _read_lists_the_board(board_dir)
+    (board_dir / "task_40.json").write_text(json.dumps(record(40), indent=2) + "\n")
+    assert _read_lists_the_board(board_dir), "a file copied in changes the folder: listed"
+    assert call(["--dir", str(board_dir), "update", "2", "--subject", "again"])["exit"] == 0
+    (board_dir / "task_40.json").unlink()
+    assert _read_lists_the_board(board_dir), "a file removed by hand after a change: listed"
+
+
+def test_a_file_copied_in_while_a_writer_moves_its_files_is_seen(board_dir, witnessed):
+    """A real writer stopped right after it put its file in place (SIGSTOP, a real
+    condition waited on); a file copied in then by another program, between the
+    writer's look at the folder before its move and its look after: the writer's Witness
+    saw it, so the writer records nothing, and the next read lists the folder and shows
+    the file. Left alone, the same writer records its move and the next read follows it."""
+    write_board(board_dir, [record(i) for i in range(1, 8)])
+    env = {**os.environ, "TASKS_DIR": str(board_dir)}
+    lean = "import sys, taskboard.disk.store as s; s.WITNESS_FROM = 0; from taskboard.cli.app import main; sys.exit(main())"
+    assert call(["--dir", str(board_dir), "update", "1", "--subject", "first"])["exit"] == 0  # the journal's folder
+    for stop in ("copy in", "left alone"):
+        for _ in range(2):  # the first may list (the cache's folder made): the index then names the folder as it is
+            _read_lists_the_board(board_dir, "ready", "--json")
+        before = cache._steps(str(board_dir))
+        writer = subprocess.Popen(
+            [sys.executable, "-c", lean, "update", "2", "--subject", f"moved, {stop}"],
+            env={
+                **env,
+                "TASKS_TEST_STOP_AFTER": "3",
+            },  # the intent, its journal line, the task file: stopped after its move
+            stdout=subprocess.DEVNULL,
+        )
+        _, status = os.waitpid(writer.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status), status
+        assert json.loads((board_dir / "task_2.json").read_text())["subject"] == f"moved, {stop}"
+        if stop == "copy in":
+            (board_dir / "task_30.json").write_text(json.dumps(record(30), indent=2) + "\n")
+        os.kill(writer.pid, signal.SIGCONT)
+        assert writer.wait() == 0
+        after = cache._steps(str(board_dir))
+        if stop == "copy in":
+            assert after == before, "nothing recorded"
+        else:
+            assert after[-1][2] == ("task_2.json",) and after[-1][1] == cache.folder_key(os.stat(board_dir))
+        assert _read_lists_the_board(board_dir) is (stop == "copy in")
+        assert 30 in {found["id"] for found in json.loads(call(["--dir", str(board_dir), "list", "--json"])["stdout"])}
 
 
 @given(
@@ -549,8 +664,9 @@ class BoardAndCache(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.saved_racy = index.RACY_NS
+        self.saved_racy, self.saved_witness = index.RACY_NS, store.WITNESS_FROM
         index.RACY_NS = TEST_RACY_NS
+        store.WITNESS_FROM = 0  # every change records its moves: the next read follows them
         self.repo = Path(tempfile.mkdtemp(prefix="taskboard-index-"))
         self.board = self.repo / ".tasks"
         git(self.repo, "init", "-q")
@@ -561,7 +677,7 @@ class BoardAndCache(RuleBasedStateMachine):
         self.stashed = False
 
     def teardown(self):
-        index.RACY_NS = self.saved_racy
+        index.RACY_NS, store.WITNESS_FROM = self.saved_racy, self.saved_witness
         shutil.rmtree(self.repo, ignore_errors=True)
 
     def tasks(self, *args: str) -> dict:

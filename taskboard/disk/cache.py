@@ -108,6 +108,57 @@ def remember_last(root: str, last: int) -> None:
     cache.save(LAST_NAME, marshal.dumps((key, last, os.uname().release)))
 
 
+# -- what writers put in place, for the next reader ----------------------------------------
+
+MOVES_NAME = "moves"
+MAX_STEPS = 64  # changes in a row a reader can follow without listing the board folder
+
+
+def record_moves(root: str, before: tuple, after: tuple, names: list[str]) -> None:
+    """After a change, under the write lock: the board folder went from key `before` to
+    key `after` by this change putting these names in place and nothing else (a
+    taskboard.disk.watch.Witness saw no other name come or go in between). Chained to
+    the steps recorded before when the last of them ended at `before`, so that the next
+    reader of an index taken at any key of the chain need not list the folder
+    (moved_names). Sound only where a change after a look at the folder gives it a new
+    ctime (probed, as for remember_last): else nothing is recorded."""
+    steps = _steps(root)
+    if not steps or steps[-1][1] != before:
+        steps = []
+    steps = [*steps, (before, after, tuple(names))][-MAX_STEPS:]
+    cache = Cache(root)
+    if cache.fine_grained():
+        cache.save(MOVES_NAME, marshal.dumps(tuple(steps)))
+
+
+def moved_names(root: str, since: tuple, now: tuple) -> tuple[list[str], int] | None:
+    """The names writers put in place while the board folder went from key `since` to
+    key `now`, when they recorded every change in between (record_moves), and how many
+    changes that was; else None (the folder is then listed). A name may come more than once."""
+    steps = _steps(root)
+    starts = [before for before, _, _ in steps]
+    if since not in starts or steps[-1][1] != now:
+        return None
+    at = starts.index(since)
+    return [name for _, _, names in steps[at:] for name in names], len(steps) - at
+
+
+def _steps(root: str) -> list[tuple[tuple, tuple, tuple[str, ...]]]:
+    found = Cache(root)._load(MOVES_NAME)
+    if type(found) is not tuple:
+        return []
+    for step in found:
+        if (
+            type(step) is not tuple
+            or len(step) != 3
+            or not all(type(key) is tuple and len(key) == 4 for key in step[:2])
+            or type(step[2]) is not tuple
+            or not all(type(name) is str for name in step[2])
+        ):
+            return []
+    return list(found)
+
+
 def fine_grained(folder: int) -> bool:
     """Whether a folder changed right after a stat gets a new ctime, three times in a row
     (each pair is a few microseconds apart: with a coarse clock, a tick falls between
@@ -232,6 +283,22 @@ class Cache:
         except OSError:
             with suppress(OSError):
                 os.unlink(temp, dir_fd=folder)
+        finally:
+            os.close(folder)
+
+    def fine_grained(self) -> bool:
+        """Whether this board's file system gives a folder changed after a look at it a
+        new ctime (the probe of `fine_grained`, in the cache folder)."""
+        try:
+            folder = self._folder()
+        except OSError:
+            return False
+        if folder is None:
+            return False
+        try:
+            return fine_grained(folder)
+        except OSError:
+            return False
         finally:
             os.close(folder)
 

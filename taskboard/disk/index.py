@@ -5,7 +5,10 @@ not what years of completed history cost. The files stay the truth:
 - Every use checks it against the files. The floor of that check is one `lstat` of
   every task file (an edit in place changes nothing else). When the board folder
   itself is unchanged (no file added, removed or renamed) the names come from the
-  cache and that loop is the whole check; otherwise the folder is listed too.
+  cache and that loop is the whole check; so they do when every change since was a
+  change through `tasks` that recorded the names it put in place, with a watch on the
+  folder proving nobody else added or removed one meanwhile (cache.record_moves);
+  otherwise the folder is listed too.
 - An entry is the file's inode and ctime when it was read. Any write, truncate,
   rename, link or chmod sets the ctime of the file it touches to the current time, so
   a file whose (inode, ctime) is unchanged holds the bytes that were read, with one
@@ -38,8 +41,8 @@ from array import array
 from bisect import bisect_left
 
 from ..core.errors import Corrupt, NotFound
-from ..core.model import OPEN, ids_from_file_names
-from .cache import HISTORY_NAME, INDEX_NAME, KINDS, UNSURE, Cache, folder_key
+from ..core.model import OPEN, id_from_file_name, ids_from_file_names
+from .cache import HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from ..core.model import Record
     from .store import Store
 
+SAVE_PER = 1000  # entries: a save of the index costs about what reading one file per SAVE_PER entries again does
 RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
 STATUS_OF = {kind: status for status, kind in KINDS.items()}
 OPEN_KINDS = frozenset((KINDS["pending"], KINDS["in_progress"]))
@@ -165,6 +169,7 @@ def _snapshot(store: Store, history: bool) -> Snapshot:
         shot.folder_key = folder_key(os.fstat(folder))
         old = cache.load_index()
         changed = _check(store, folder, shot, old, began - RACY_NS)
+        store.listed = len(shot.ids)  # how large a board this is, for a writer (Store._moving)
         if history:
             changed_history = _load_history(store, folder, shot, cache.load_history(), began - RACY_NS)
     finally:
@@ -180,6 +185,11 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
     """Fill `shot` from the old index and the files; True when the index should be saved.
     `trusted`: a ctime before this is old enough that a later change gets another."""
     old = old or _EMPTY
+    steps = 0
+    if old["folder"] is not None and shot.folder_key is not None and old["folder"] != shot.folder_key:
+        followed = _followed(store, old, shot.folder_key)
+        if followed is not None:
+            old, steps = followed
     if old["folder"] is not None and old["folder"] == shot.folder_key:
         names = old["names"]
         try:  # the floor: one lstat per task file, keeping nothing but its ctime
@@ -191,11 +201,14 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
             shot.kinds = bytearray(old["kinds"])
             if ctimes == old["ctimes"] and UNSURE not in shot.kinds:
                 _adopt_open(shot, old, shot.kinds, every=True)
-                return False  # nothing changed since the cache was written
+                return steps > MAX_STEPS // 2  # nothing changed since the cache was written
             _adopt_open(shot, old, shot.kinds)
             stale = sorted(set(_changed(ctimes, old["ctimes"])).union(_unsure(shot.kinds)))
+            if steps:  # a writer may have put a new inode in place: its key is taken again
+                shot.inodes = array("Q", shot.inodes)
+                _refresh_inodes(folder, shot, stale)
             _reread(store, folder, shot, stale, trusted)
-            return _differs(shot, old, stale)
+            return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=steps > 0)
     # The folder changed (a file added, removed or renamed), or there is no usable index:
     # list it, then one lstat per task file as above, keeping its inode too, and match the
     # old entries by id.
@@ -217,9 +230,55 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
     shot.kinds = _matched_kinds(shot, old)
     _adopt_open(shot, old, shot.kinds)
     _reread(store, folder, shot, _unsure(shot.kinds), trusted)
-    if shot.folder_key is not None and shot.folder_key[2] >= trusted:
+    if shot.folder_key is not None and shot.folder_key[2] >= trusted and not Cache(store.path).fine_grained():
         shot.folder_key = None  # changed too recently to vouch for the names next time
     return _differs(shot, old)
+
+
+def _followed(store: Store, old: dict, now: tuple) -> tuple[dict, int] | None:
+    """The old index carried along the changes writers recorded since its folder key
+    (taskboard.disk.cache.moved_names), with the number of changes followed: a name a
+    writer put in place is a file the index has (replaced) or a new one above its highest
+    id (a create), an entry to read. None when the folder must be listed instead."""
+    found = moved_names(store.path, old["folder"], now)
+    if found is None:
+        return None
+    moved, steps = found
+    ids = old["ids"]
+    top = ids[-1] if ids else 0
+    added: dict[int, str] = {}
+    for name in moved:
+        task_id = id_from_file_name(name)
+        if task_id is None:
+            continue  # not a task file (a .gitignore written again)
+        at = bisect_left(ids, task_id)
+        if at < len(ids) and ids[at] == task_id:
+            continue
+        if task_id <= top:
+            return None  # a file back below the highest id (a restore): listed, as before
+        added[task_id] = name
+    if not added:
+        return {**old, "folder": now}, steps
+    new = sorted(added)
+    more = len(new)
+    return {
+        **old,
+        "folder": now,
+        "ids": ids + array("q", new),
+        "names": old["names"] + [added[task_id] for task_id in new],
+        "ctimes": old["ctimes"] + array("q", [-1]) * more,  # never a file's: read
+        "inodes": old["inodes"] + array("Q", [0]) * more,
+        "kinds": old["kinds"] + bytearray([UNSURE]) * more,
+    }, steps
+
+
+def _refresh_inodes(folder: int, shot: Snapshot, positions: list[int]) -> None:
+    """The inodes of these files as they are now (a writer's rename gave them new ones)."""
+    for i in positions:
+        try:
+            shot.inodes[i] = os.lstat(shot.names[i], dir_fd=folder).st_ino
+        except OSError:
+            shot.inodes[i] = 0  # gone: the read says so
 
 
 def _matched_kinds(shot: Snapshot, old: dict) -> bytearray:
@@ -323,11 +382,14 @@ def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray, every: bool = False
             shot.open_text[task_id] = text
 
 
-def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None) -> bool:
+def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None, worth: bool = False) -> bool:
     """Whether the index as checked now tells the next command more than the old one: a
     folder it may vouch for, files that came or went, or an entry it may keep that the
     old one lacks. A file that is only newer is read again either way: saving the index
-    for it would cost a busy board a save on every read."""
+    for it would cost a busy board a save on every read. `worth`: the old index still
+    names every file because writers said what they put in place, so it is saved only once the entries it would read again cost about what the save
+    does (one per SAVE_PER entries of the board): on a large board each write would
+    otherwise cost the next reader a save of the whole index."""
     if (shot.folder_key is not None and shot.folder_key != old["folder"]) or shot.ids != old["ids"]:
         return True
     kinds, ctimes, inodes = old["kinds"], old["ctimes"], old["inodes"]
@@ -336,11 +398,14 @@ def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None) 
             return False
         positions = set(_changed(shot.ctimes, ctimes, shot.inodes, inodes)).union(_changed(shot.kinds, kinds))
     new_kinds, new_ctimes, new_inodes = shot.kinds, shot.ctimes, shot.inodes
-    return any(
+    better = (
         new_kinds[i] != UNSURE
         and (new_kinds[i] != kinds[i] or new_ctimes[i] != ctimes[i] or new_inodes[i] != inodes[i])
         for i in positions
     )
+    if not worth:
+        return any(better)
+    return sum(better) * SAVE_PER >= len(shot.ids)  # each read again by every command while the old index stays
 
 
 def _reread(store: Store, folder: int, shot: Snapshot, positions: list[int], trusted: int) -> None:

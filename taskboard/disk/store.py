@@ -41,7 +41,7 @@ from ..core.model import (
     max_id_of,
 )
 from ..core.outcome import Note
-from .cache import CACHE_NAME, recorded_last, remember_last  # derived from the task files
+from .cache import CACHE_NAME, folder_key, record_moves, recorded_last, remember_last  # derived from the task files
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ INTENT_NAME = "intent.json"
 RESERVED = ".new"  # .scratch/task_N.json.new: a create's file, written before it takes the lock (Store.reserve)
 JOURNAL_FOLDER = "journal"  # taskboard.journal's shards: appended to within a change
 DEFAULT_TIMEOUT = 10.0
+# From this many task files a change watches the board folder while it puts files in place
+# (Store._moving): ~2 ms of inotify, against listing and matching the names for the next reader.
+WITNESS_FROM = 20_000
 GITIGNORE = "# taskboard: the lock, scratch files, runtime state and cache are never committed\n.lock\n.scratch/\n.state/\n.cache/\n"
 JOURNAL_LINE = f"{JOURNAL_FOLDER}/*.jsonl merge=union"  # the journal's shards merge by git's union driver
 GITATTRIBUTES = f"task_*.json text eol=lf merge=tasks\n{JOURNAL_LINE}\n"  # merge=tasks: git.wiring's driver
@@ -338,6 +341,10 @@ class Store:
         self.archived: set[int] = set()  # the tasks `read` last found in the archive folder (DESIGN §11)
         self.archive_dir = os.path.join(self.path, ARCHIVE_FOLDER)
         self._unsynced: tuple[list[str], list[str]] | None = None  # files, folders: synced once the lock is let go
+        self.listed = 0  # task files the last snapshot of this board found (taskboard.disk.index): see _moving
+        self._witness: Any = None  # under the write lock: taskboard.disk.watch.Witness of this change's moves
+        self._moves: tuple[tuple, list[str]] | None = None  # the folder's key before them, the names put in place
+        self._unwitnessed = False  # this change added or removed a name no Witness saw
 
     @property
     def root(self) -> Path:
@@ -798,14 +805,69 @@ class Store:
                 self.write_git_files()
             self._last = recorded_last(self.path)
             yield notes
-            if self._last is not None:  # the change is done: the next writer need not list the folder
+            self._record_moves()  # the change is done: the next reader need not list the folder
+            if self._last is not None:  # ... nor the next writer
                 remember_last(self.path, self._last)
         finally:
             self._exclusive = False
             self._last = None
             self.seen = {}
+            self._end_witness()
             os.close(fd)  # closing drops the flock
             self._settle()
+
+    # -- what a change put in place, for the next reader (taskboard.disk.cache.record_moves)
+
+    def _moving(self, name: str) -> None:
+        """Called just before this change adds, replaces or removes the board file `name`.
+        On a board large enough that listing its folder costs more than watching it
+        (WITNESS_FROM task files, as the change's snapshot found), the first call starts
+        a Witness and takes the folder's key; every name is noted, so that after the
+        change the next reader can be told which names came without listing the folder."""
+        if self._unwitnessed:
+            return
+        if self._witness is None:
+            if self._moves is not None or max(self.listed, self._last or 0) < WITNESS_FROM or "/" in name:
+                self._unwitnessed = True
+                return
+            from .watch import Witness
+
+            try:
+                self._witness = Witness(self.path)
+                self._moves = (folder_key(os.stat(self.path)), [])  # after the watch: nothing falls between
+            except OSError:
+                self._end_witness()
+                self._unwitnessed = True
+                return
+        assert self._moves is not None
+        if "/" not in name:  # a file of the archive folder adds no name here
+            self._moves[1].append(name)
+
+    def _unmoved(self) -> None:
+        """This change removes a name from the board folder: no reader follows that (it lists)."""
+        self._unwitnessed = True
+
+    def _record_moves(self) -> None:
+        """Record the change's moves when the Witness saw them and nothing else: every name
+        that came, went or moved in the board folder while it watched is one this change
+        put there, once each."""
+        witness, moves = self._witness, self._moves
+        if witness is None or moves is None or self._unwitnessed:
+            return
+        try:
+            after = folder_key(os.stat(self.path))
+            with os.scandir(self.path) as entries:  # waits for a change still under way (it holds the
+                next(entries, None)  # folder's lock) so that its notice is queued before we read them
+            seen = witness.names()
+        except OSError:
+            return
+        if seen is not None and sorted(seen) == sorted(moves[1]):
+            record_moves(self.path, moves[0], after, moves[1])
+
+    def _end_witness(self) -> None:
+        if self._witness is not None:
+            self._witness.close()
+        self._witness, self._moves, self._unwitnessed = None, None, False
 
     def _settle(self) -> None:
         """Make durable, after the lock is let go, what a change of new files left unsynced
@@ -1028,6 +1090,7 @@ class Store:
         if any(name.startswith(ARCHIVE_FOLDER + "/") for name, _ in staged):
             self._make_archive()
         for name, temp in sorted(staged, key=lambda item: item[0] not in new):
+            self._moving(name)
             if name in new:
                 self._place_new(name, temp)
             else:
@@ -1036,6 +1099,7 @@ class Store:
             self._crash_point()
         for name in remove:
             if board_file_id(name) is not None:  # a task file of this board, never anything else
+                self._unmoved()
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.path, name))
                     moved.append(name)
@@ -1157,6 +1221,7 @@ class Store:
             raise unusable(self.root, exc, "; nothing was changed") from None
         for name in remove or ():
             if board_file_id(name) is not None:  # a task file of this board, never anything else
+                self._unmoved()
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.path, name))
         notes = self._append(appends, replay) if appends else []
@@ -1194,6 +1259,8 @@ class Store:
         """One file replaced atomically; its path."""
         temp = self._stage(name, data, sync)
         target = f"{folder}/{name}"
+        if folder == self.path:
+            self._moving(name)
         try:
             os.replace(temp, target)  # replaces a symlink itself, never its target
         except OSError:
@@ -1209,13 +1276,15 @@ class Store:
                 os.unlink(path)
 
     def _crash_point(self) -> None:
-        # Test hook (tests/test_crash.py): TASKS_TEST_CRASH_AFTER=N makes this process SIGKILL
-        # itself right after its N-th file replacement, to stop a change at a chosen instant.
+        # Test hooks (tests/test_crash.py, tests/test_index.py): TASKS_TEST_CRASH_AFTER=N makes
+        # this process SIGKILL itself right after its N-th file replacement, to stop a change at a
+        # chosen instant; TASKS_TEST_STOP_AFTER=N, SIGSTOP, so that the test acts meanwhile.
         self.replacements += 1
-        if os.environ.get("TASKS_TEST_CRASH_AFTER") == str(self.replacements):
-            import signal  # only the crash tests pay for it: ~0.6 ms of every start-up otherwise
+        for hook, sent in (("TASKS_TEST_CRASH_AFTER", "SIGKILL"), ("TASKS_TEST_STOP_AFTER", "SIGSTOP")):
+            if os.environ.get(hook) == str(self.replacements):
+                import signal  # only the crash tests pay for it: ~0.6 ms of every start-up otherwise
 
-            os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), getattr(signal, sent))
 
     def _exists(self, name: str) -> bool:
         return os.path.lexists(os.path.join(self.path, name))

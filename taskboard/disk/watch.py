@@ -28,6 +28,7 @@ import time
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 # inotify(7)
@@ -105,24 +106,29 @@ def watcher_for(folders: list[str], stop: Stop | None = None) -> Any:
 class Inotify:
     """The kernel's change notices for a few folders (Linux)."""
 
-    def __init__(self, folders: list[str], stop: Stop | None = None):
-        import ctypes  # only a waiting claim pays for it
+    def __init__(self, folders: list[str], stop: Stop | None = None, mask: int = _MASK):
+        import ctypes  # only a waiting claim, or a writer's Witness, pays for it
 
         self.stop = stop
+        self.mask = mask
         try:
             libc = ctypes.CDLL(None, use_errno=True)
-            init, add = libc.inotify_init1, libc.inotify_add_watch
+            init, self._add = libc.inotify_init1, libc.inotify_add_watch
         except (OSError, AttributeError):
             raise OSError("no inotify") from None
-        add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self._errno = ctypes.get_errno
         self.fd = init(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
         for folder in folders:
-            if add(self.fd, os.fsencode(folder), _MASK) < 0:
-                error = ctypes.get_errno()
-                os.close(self.fd)
-                raise OSError(error, f"cannot watch {folder}")
+            self.add(folder)
+
+    def add(self, folder: str) -> None:
+        if self._add(self.fd, os.fsencode(folder), self.mask) < 0:
+            error = self._errno()
+            os.close(self.fd)
+            raise OSError(error, f"cannot watch {folder}")
 
     def arm(self) -> None:
         self._drain()
@@ -140,21 +146,55 @@ class Inotify:
     def _drain(self) -> bool:
         """Read every queued notice; whether one of them is a change that counts."""
         relevant = False
+        for mask, name in self.events():
+            if mask & _ALWAYS or (name and not name.startswith(b".")):
+                relevant = True
+        return relevant
+
+    def events(self) -> Iterator[tuple[int, bytes]]:
+        """Every queued notice, (mask, name), until none is left."""
         while True:
             try:
                 data = os.read(self.fd, 65536)
             except BlockingIOError:
-                return relevant
+                return
             offset = 0
             while offset + _EVENT.size <= len(data):
                 _, mask, _, length = _EVENT.unpack_from(data, offset)
-                name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
+                yield mask, data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
                 offset += _EVENT.size + length
-                if mask & _ALWAYS or (name and not name.startswith(b".")):
-                    relevant = True
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+class Witness:
+    """Every name created, removed or moved into or out of one folder while it watched
+    (inotify): a writer that put files in place tells by it whether it was the only one
+    to add or remove a name meanwhile (taskboard.disk.cache.record_moves). OSError where
+    the kernel offers no inotify."""
+
+    MASK = _IN_CREATE | _IN_DELETE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_DELETE_SELF | _IN_MOVE_SELF | _IN_ONLYDIR
+
+    def __init__(self, folder: str):
+        self._watch = Inotify([], mask=self.MASK)
+        self._watch.add(folder)
+
+    def names(self) -> list[str] | None:
+        """The names of the changes seen so far, one per change (a name twice when it
+        changed twice); None when the count was lost (the queue overflowed) or the folder
+        itself was moved or removed. The caller makes sure a change it counts on has been
+        queued (one that is still under way holds the folder's lock: a look at the
+        folder's entries waits for it)."""
+        seen: list[str] = []
+        for mask, name in self._watch.events():
+            if mask & _ALWAYS or not name:
+                return None
+            seen.append(os.fsdecode(name))
+        return seen
+
+    def close(self) -> None:
+        self._watch.close()
 
 
 class Poller:
