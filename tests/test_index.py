@@ -390,7 +390,7 @@ def test_a_file_copied_in_while_a_writer_moves_its_files_is_seen(board_dir, witn
     the file. Left alone, the same writer records its move and the next read follows it."""
     write_board(board_dir, [record(i) for i in range(1, 8)])
     env = {**os.environ, "TASKS_DIR": str(board_dir)}
-    lean = "import sys, taskboard.disk.store as s; s.WITNESS_FROM = 0; from taskboard.cli.app import main; sys.exit(main())"
+    lean = "import sys, taskboard.disk.store as s; s.WITNESS_FROM = 0; from taskboard.__main__ import main; sys.exit(main())"
     assert call(["--dir", str(board_dir), "update", "1", "--subject", "first"])["exit"] == 0  # the journal's folder
     for stop in ("copy in", "left alone"):
         for _ in range(2):  # the first may list (the cache's folder made): the index then names the folder as it is
