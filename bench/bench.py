@@ -35,16 +35,17 @@ OPEN = ("pending", "in_progress")
 OWNERS = ("alice", "bob", "carol", "dave")
 SCRATCH = Path(tempfile.gettempdir())
 
+ARCHIVED = -100_000  # the 100 000-task board after `tasks archive`: a column of its own
 # targets of issue 25: ratio to the bare interpreter (or as noted), per board size
 TARGETS = {
-    "ready --json": {10_000: 5},
-    "ready --json --limit 20": {10_000: 4},
+    "ready --json": {10_000: 5, ARCHIVED: 6},
+    "ready --json --limit 20": {10_000: 4, ARCHIVED: 5},
     "get ID --json": {10_000: 3, 100_000: 4},
     "create S --json": {10_000: 7, 100_000: 10},
-    "claim --json": {10_000: 6},
-    "list --json --status pending": {10_000: 5},
+    "claim --json": {10_000: 6, ARCHIVED: 7},
+    "list --json --status pending": {10_000: 5, ARCHIVED: 6},
     "list --json": {10_000: 15},
-    "cold ready --json (no cache)": {10_000: 16},
+    "cold ready --json (no cache)": {10_000: 16, ARCHIVED: 20},
 }
 # ... and to the stat floor of the same board (FLOOR_SIZE and up), measured in the same run
 FLOOR_SIZE = 100_000
@@ -62,6 +63,11 @@ AFTER_EDIT_TARGET = 2.0
 
 
 # -- the board, written and judged without taskboard ------------------------------------
+
+
+def size_label(size: int) -> str:
+    """How a board is named in the output: 10k, 100k, or 100k after archive."""
+    return f"{-size // 1000}k after archive" if size < 0 else f"{size // 1000}k"
 
 
 def encode(record: dict) -> bytes:
@@ -268,7 +274,7 @@ class Bench:
                 row["floor"] = self.floors[size]
             self.rows.append(row)
             rows.append(row)
-            label = f"{name} ({size // 1000}k)" if size else name
+            label = f"{name} ({size_label(size)})" if size else name
             print(
                 f"  {label:<44} {row['median'] * 1000:8.1f} ms  {row['ratio']:6.2f}×  "
                 f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']}){self.against_floor(size, row['median'])}",
@@ -288,7 +294,9 @@ class Bench:
         row = {"name": name, "size": size, "median": statistics.median(times), "bare": statistics.median(bares)}
         row["ratio"], row["runs"], row["peak"] = row["median"] / row["bare"], len(times), 0
         self.rows.append(row)
-        print(f"  {name + f' ({size // 1000}k)':<44} {row['median'] * 1000:8.1f} ms  {row['ratio']:6.2f}×", flush=True)
+        print(
+            f"  {name + f' ({size_label(size)})':<44} {row['median'] * 1000:8.1f} ms  {row['ratio']:6.2f}×", flush=True
+        )
         return row
 
 
@@ -453,6 +461,81 @@ def bench_board(bench: Bench, root: Path, size: int, runs: int) -> dict:
     )
     expect("list --json at the end", json.loads(answer(folder, "list", "--json")[0]), listed(model))
     results["folder"], results["model"] = folder, model
+    return results
+
+
+# -- the same board after `tasks archive` ------------------------------------------------
+
+
+def bench_archived(bench: Bench, board: dict, runs: int) -> dict:
+    """The large board once its history is moved aside (DESIGN §11): `tasks archive`
+    judged from the files (every task still there once, live or archived, only closed
+    ones archived, the open records untouched), then the reads of open work and a
+    claim, each answer judged before it is timed, against the bare interpreter (the
+    stat floor of the live files beside them)."""
+    folder, model = board["folder"], board["model"]
+    size = ARCHIVED
+    start = time.perf_counter()
+    answer(folder, "archive", "--older-than", "0")
+    print(f"\narchived the {len(model)}-task board in {time.perf_counter() - start:.1f} s", flush=True)
+    live = sorted(int(p.name[5:-5]) for p in folder.glob("task_*.json"))
+    gone = sorted(int(p.name[5:-5]) for p in (folder / "archive").glob("task_*.json"))
+    expect("archive: every task once, live or archived", sorted(live + gone), sorted(model))
+    expect("archive: only closed tasks", [i for i in gone if model[i]["status"] in OPEN], [])
+    opened = [i for i in live if model[i]["status"] in OPEN]
+    expect("archive: open records untouched", [read_task(folder, i) for i in opened], [model[i] for i in opened])
+    print(f"  {len(gone)} archived, {len(live)} live", flush=True)
+    results: dict[str, dict] = {}
+    results["floor_stat"] = bench.timed_python("floor: stat every task file", size, STAT_FLOOR, str(folder))
+    bench.floors[size] = results["floor_stat"]["median"]
+    wanted_ready = [model[i] for i in ready_ids(model)]  # archived tasks are closed: they block nothing
+
+    def judged(args: tuple[str, ...], wanted: list[dict]):
+        def check(_attempt, out, _err):
+            expect(f"tasks {' '.join(args)} (archived)", json.loads(out), wanted)
+
+        return check
+
+    cache = folder / ".cache"
+
+    def cold(_attempt):
+        shutil.rmtree(cache, ignore_errors=True)
+        return ["ready", "--json"]
+
+    slow = max(3, runs // 2)
+    results["cold"] = bench.measure(
+        "cold ready --json (no cache)", size, folder, cold, runs=slow, check=judged(("ready", "--json"), wanted_ready)
+    )
+    answer(folder, "ready", "--json")  # warm again after the cold runs
+    results["ready"] = bench.measure(
+        "ready --json", size, folder, fixed("ready", "--json"), check=judged(("ready", "--json"), wanted_ready)
+    )
+
+    def judge_limit(_attempt, out, err):
+        expect("ready --json --limit 20 (archived)", json.loads(out), wanted_ready[:20])
+        expect("ready --limit 20 total (archived)", json.loads(err.splitlines()[-1]), {"total": len(wanted_ready)})
+
+    results["ready_limit"] = bench.measure(
+        "ready --json --limit 20", size, folder, fixed("ready", "--json", "--limit", "20"), check=judge_limit
+    )
+    results["pending"] = bench.measure(
+        "list --json --status pending",
+        size,
+        folder,
+        fixed("list", "--json", "--status", "pending"),
+        check=judged(("list", "--json", "--status", "pending"), listed(model, ("pending",))),
+    )
+
+    def judge_claim(_attempt, out, _err):
+        record = json.loads(out)
+        candidates = [i for i in ready_ids(model) if model[i]["owner"] in ("", "bench")]
+        expect("claim (archived): the first ready task", record["id"], candidates[0])
+        model[record["id"]] = read_task(folder, record["id"])
+        expect("claim (archived): the record printed is the file", record, model[record["id"]])
+
+    results["claim"] = bench.measure(
+        "claim --json", size, folder, fixed("claim", "--owner", "bench", "--json"), check=judge_claim
+    )
     return results
 
 
@@ -1069,6 +1152,8 @@ def main() -> int:
                 low, high = bench.measure_together(cases)
                 growth[name] = high["median"] / low["median"]
 
+        archived = bench_archived(bench, boards[FLOOR_SIZE], runs) if FLOOR_SIZE in boards else None
+
         print("\n8 processes × 25 creates on one new board (wall time):")
         writers = many_writers(root)
         for who, seconds in writers.items():
@@ -1097,10 +1182,11 @@ def main() -> int:
         bare = statistics.median(bench.baselines)
         print(f"\nbare interpreter (`python -c pass`, median of {len(bench.baselines)}): {bare * 1000:.1f} ms")
         for size, floor in bench.floors.items():
-            print(f"stat floor of the {size // 1000}k board (one lstat per task file): {floor * 1000:.0f} ms")
+            print(f"stat floor of the {size_label(size)} board (one lstat per task file): {floor * 1000:.0f} ms")
         print(f"load at the end: {load()}\n")
-        print("| figure | " + " | ".join(f"{s // 1000}k tasks" for s in sizes) + " |")
-        print("|---|" + "---:|" * len(sizes))
+        columns = sizes + ([ARCHIVED] if archived else [])
+        print("| figure | " + " | ".join(f"{size_label(s)} tasks" for s in columns) + " |")
+        print("|---|" + "---:|" * len(columns))
         names = []
         for row in bench.rows:
             if row["size"] is not None and row["name"] not in names:
@@ -1108,7 +1194,7 @@ def main() -> int:
         checks = []
         for name in names:
             cells = []
-            for size in sizes:
+            for size in columns:
                 rows = [r for r in bench.rows if r["name"] == name and r["size"] == size]
                 if not rows:
                     cells.append("")
@@ -1122,7 +1208,7 @@ def main() -> int:
                         goal_f = FLOOR_TARGETS[(name, size)]
                         checks.append(
                             (
-                                f"{name} ({size // 1000}k)",
+                                f"{name} ({size_label(size)})",
                                 f"{versus:.2f}× floor",
                                 f"≤ {goal_f}× floor",
                                 versus <= goal_f,
@@ -1131,13 +1217,13 @@ def main() -> int:
                 goal = TARGETS.get(name, {}).get(size)
                 if goal is not None:
                     checks.append(
-                        (f"{name} ({size // 1000}k)", f"{row['ratio']:.2f}×", f"≤ {goal}×", row["ratio"] <= goal)
+                        (f"{name} ({size_label(size)})", f"{row['ratio']:.2f}×", f"≤ {goal}×", row["ratio"] <= goal)
                     )
                 if (name, size) in SECONDS_TARGETS:
                     goal_s = SECONDS_TARGETS[(name, size)]
                     checks.append(
                         (
-                            f"{name} ({size // 1000}k)",
+                            f"{name} ({size_label(size)})",
                             f"{row['median']:.2f} s",
                             f"≤ {goal_s} s",
                             row["median"] <= goal_s,
