@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 def main(argv: list[str] | None = None) -> int:
     from .cli.invocation import Invocation, fail
     from .core.errors import TaskError
+    from .git import claim_authority
     from .views.messages import error_text, internal_text, os_error_text
 
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
-    inv = Invocation()
+    inv = Invocation(claim_authority)  # the claim refs of `tasks init --remote`, if any
     inv.argv = args
     if "check" not in args:  # check reports an unfinished merge, and finishes it with --fix
         inv.on_board = _finish_merge

@@ -614,9 +614,10 @@ def test_call_answers_alike_without_click_and_through_it(tmp_path, payload):
 
     from taskboard.__main__ import fast_command
     from taskboard.cli.invocation import Invocation
+    from taskboard.git import claim_authority
 
-    assert fast_command(["--dir", "x", "call"], Invocation()) is not None
-    assert fast_command(["--timeout", "5", "call"], Invocation()) is None
+    assert fast_command(["--dir", "x", "call"], Invocation(claim_authority)) is not None
+    assert fast_command(["--timeout", "5", "call"], Invocation(claim_authority)) is None
     answers = []
     for flags in ((), ("--timeout", "5")):
         board = tmp_path / "board" / ".tasks"

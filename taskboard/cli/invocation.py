@@ -20,12 +20,22 @@ if TYPE_CHECKING:
 
     from ..core.outcome import Note, Outcome
     from ..ops.board import Board
+    from ..ops.coordination import Authority
 
 
 class Invocation:
-    """What every command shares: the board, who is calling, how to speak."""
+    """What every command shares: the board, who is calling, how to speak. `authority`
+    makes the claim authority of the board when it is opened: the door
+    (taskboard.__main__) chooses it, so that a front end never imports git to open a board."""
 
-    def __init__(self, board_dir: str | None = None, timeout: float | None = None, caller: str | None = None):
+    def __init__(
+        self,
+        authority: Callable[[], Authority],
+        board_dir: str | None = None,
+        timeout: float | None = None,
+        caller: str | None = None,
+    ):
+        self.authority = authority
         self.board_dir = board_dir
         self.timeout = timeout
         self.caller_flag = caller
@@ -34,20 +44,19 @@ class Invocation:
         self._board: Board | None = None
         self.command = ""  # the command's name, once known
         self.checkout_board: str | None = None  # the checkout's own board, when the main worktree's is used
-        self.on_board: Callable[[Invocation, Board], None] | None = None  # run once the board is found (app.py)
+        self.on_board: Callable[[Invocation, Board], None] | None = None  # run once the board is found (the door)
 
     @property
     def board(self) -> Board:
         """The board, found and opened on first use (a usage error comes first)."""
         if self._board is None:
             from ..disk.store import DEFAULT_TIMEOUT, Store, board_location
-            from ..git import claim_authority
             from ..ops.board import Board
 
             timeout = self.timeout if self.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
             caller = self.caller_flag if self.caller_flag is not None else os.environ.get("TASKS_OWNER", "")
             path, self.checkout_board = board_location(self.board_dir)
-            self._board = Board(Store(path, timeout), caller, claim_authority())
+            self._board = Board(Store(path, timeout), caller, self.authority())
             if self.command in READS and not os.path.isdir(path):
                 self.warn(no_board_text(path))
             if self.on_board is not None:
