@@ -2,7 +2,7 @@
 Board operation, under the same lock, journaled with the page user's name.
 
 Every form about a task carries the version of the task its page showed
-(pages.version_of). The version is compared under the board lock, just before the
+(versions.version_of). The version is compared under the board lock, just before the
 change: a task that changed meanwhile refuses the form and says what changed
 (nothing is written). Completing a task whose gate must run compares first, then lets
 the gate run outside the lock as `tasks done` does (the gate's own check refuses a
@@ -12,14 +12,13 @@ task that changed while it ran).
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from contextlib import contextmanager
 
 from ..core.errors import Refused, UsageError
 from ..core.model import REMOVE, Patch, parse_id, parse_priority
 from ..views.messages import outcome_events
 from ..views.text import shown
-from .pages import version_of
+from .versions import version_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -29,33 +28,9 @@ if TYPE_CHECKING:
     from ..core.model import Record
     from ..core.outcome import Outcome
     from ..ops.board import Board
+    from .versions import Shown
 
 NAME_NEEDED = "tell the board who you are first (your name, at the top of the page): changes are journaled with it"
-
-
-class Shown:
-    """The versions of tasks the pages showed lately (version → record), so that a
-    refused form can say what changed since. Bounded: the oldest are forgotten."""
-
-    def __init__(self, size: int = 20_000):
-        import threading
-
-        self.size = size
-        self.records: OrderedDict[str, Record] = OrderedDict()
-        self.lock = threading.Lock()  # pages are rendered on worker threads
-
-    def remember(self, record: Record, text: str | None = None) -> str:
-        version = version_of(record, text)
-        with self.lock:
-            self.records[version] = record
-            self.records.move_to_end(version)
-            while len(self.records) > self.size:
-                self.records.popitem(last=False)
-        return version
-
-    def get(self, version: str) -> Record | None:
-        with self.lock:
-            return self.records.get(version)
 
 
 class Done:

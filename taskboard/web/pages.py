@@ -10,8 +10,6 @@ terminal); the templates escape HTML.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Mapping
 
@@ -23,6 +21,7 @@ from ..views import viewmodel as views
 from ..views.messages import entry_words
 from ..views.plain import agent_rows, priority_text, trouble_words, value_text
 from ..views.text import shown, shown_lines, shown_record, shown_value
+from .versions import version_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -39,15 +38,6 @@ DONE_SHOWN = 20  # the Done column shows the most recently finished few unless a
 EVENTS_SHOWN = 50  # a task's page shows this many of its last journal events
 TIMELINE = 200  # the journal page shows this many of the last events unless asked for more
 GRAPH_NODES = 400  # the graph draws at most this many tasks; a filter or a task narrows it
-
-
-def version_of(record: Record, text: str | None = None) -> str:
-    """The version of a task a page showed: a digest of the record as compact JSON
-    (`text`, when the cache beside the board holds it already). A form carries it, and a
-    change sent from an older version is refused (taskboard.web.actions)."""
-    if text is None:
-        text = json.dumps(record, ensure_ascii=False)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 # -- filters, kept in the URL ---------------------------------------------------------

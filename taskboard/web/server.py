@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, quote, unquote
 from ..core.errors import TaskError, UsageError
 from ..core.model import parse_id
 from ..views.messages import error_document, error_text
-from . import actions, pages
+from . import actions, pages, versions
 from .feed import Feed
 from .guard import Guard, is_loopback, secret_matches
 
@@ -54,7 +54,7 @@ SECURITY_HEADERS = [
 
 class Site:
     """One `tasks serve`: the board, who the page user is when --as says so, the
-    per-start secret, and what the pages showed lately (actions.Shown)."""
+    per-start secret, and what the pages showed lately (versions.Shown)."""
 
     def __init__(
         self,
@@ -70,7 +70,7 @@ class Site:
         self.timeout = timeout
         self.host, self.port, self.token = host, port, token
         self.secret = secrets.token_urlsafe(32)
-        self.shown = actions.Shown()
+        self.shown = versions.Shown()
         self.state_folder: str | None = None
         self.feed = Feed(self.watched)
         from jinja2 import Environment, FileSystemLoader, select_autoescape
