@@ -465,7 +465,7 @@ def test_show_board_writes_an_svg_picture(sample, tmp_path, capsys):
     assert svg_lines(svg) == [
         "$ tasks board",
         "",
-        *without_frames(draw(board_views.board_view(sample.listing()), common_views.SVG_WIDTH)),
+        *without_frames(draw(board_views.board_view(sample.listing()), svg_views.SVG_WIDTH)),
     ]
     fills = set(re.findall(r'<text [^>]*fill="(#[0-9a-f]{6})"', svg))
     assert len(fills) >= 5  # coloured even though stdout was plain
@@ -607,7 +607,7 @@ def test_graph_cli_formats_and_svg(sample, run, board_dir, tmp_path):
     run("graph", "--svg", str(picture))
     listing = sample.listing()
     view = graph_views.graph_view(records, graph.edges(records), listing.lookup)
-    assert svg_lines(picture.read_text())[2:] == without_frames(draw(view, common_views.SVG_WIDTH))
+    assert svg_lines(picture.read_text())[2:] == without_frames(draw(view, svg_views.SVG_WIDTH))
 
 
 # -- edge cases ------------------------------------------------------------------------

@@ -37,7 +37,6 @@ OWNER_STYLE = "magenta"
 LABEL_STYLE = "dim"
 PRIORITY_STYLES = {0: "bold", 1: "bold", 3: "dim", 4: "dim"}  # 2, the default, is not shown
 
-SVG_WIDTH = 100  # pictures written when stdout is no terminal (make pictures) get a fixed width
 CARD_SUBJECT = 120  # a kanban card shows at most this many characters of the subject
 NARROW = 64  # below this many columns the board stacks its columns and the list drops columns
 DONE_FEW = 5  # the board shows this many of the most recently finished tasks (`--all`: every one)

@@ -14,9 +14,10 @@ from rich.style import Style
 from rich.terminal_theme import SVG_EXPORT_THEME
 
 from ...core.errors import UsageError
-from .common import SVG_WIDTH
 
 # -- pictures ---------------------------------------------------------------------------
+
+SVG_WIDTH = 100  # pictures written when stdout is no terminal (make pictures) get a fixed width
 
 
 def write_svg(renderable: RenderableType, path: str, title: str) -> None:
