@@ -13,8 +13,15 @@ from ..core.errors import Busy, UsageError
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     import subprocess
+    from pathlib import Path
+    from typing import Protocol
 
-    from ..disk.store import Store
+    class Rooted(Protocol):
+        """What the runner needs of a board (a taskboard.disk.store.Store is one): its folder."""
+
+        @property
+        def root(self) -> Path: ...
+
 
 NETWORK_TIMEOUT = 60.0  # seconds a git command talking to the remote may take
 
@@ -61,7 +68,7 @@ class Git:
     """git run in the board's work tree, never asking a person (no prompt, no password,
     ssh in batch mode) and in the C locale; a failure to start it is a usage error."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Rooted):
         self.cwd = str(store.root if store.root.is_dir() else store.root.parent)
 
     def run(
