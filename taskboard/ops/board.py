@@ -51,20 +51,6 @@ if TYPE_CHECKING:
     from .coordination import Authority
 
 
-def _keep_runtime(change: Change, moved: list[Record], write: Callable[[], None]) -> None:
-    """The runtime state follows status and owner (taskboard.ops.claims), under its lock."""
-    from . import claims
-
-    claims.keep(change, moved, write)
-
-
-def _plan_runtime(change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
-    """What the runtime state will record of this change (taskboard.ops.claims.before_commit)."""
-    from . import claims
-
-    claims.before_commit(change, task_id, outcome, **intent)
-
-
 def _no_gate_check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
     """A change that completes nothing has no gate to run."""
 
@@ -90,9 +76,21 @@ class Board:
         """A change on this board, journaled as made by the caller (else the login name)."""
         change = Change(self.store, check_caller(self.caller))
         change.guard = self._guard_moves
-        change.keep = _keep_runtime
-        change.plan = _plan_runtime
+        change.keep = self._keep_runtime
+        change.plan = self._plan_runtime
         return change
+
+    def _keep_runtime(self, change: Change, moved: list[Record], write: Callable[[], None]) -> None:
+        """The runtime state follows status and owner (taskboard.ops.claims), under its lock."""
+        from . import claims
+
+        claims.keep(self.store, change, moved, write)
+
+    def _plan_runtime(self, change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
+        """What the runtime state will record of this change (taskboard.ops.claims.before_commit)."""
+        from . import claims
+
+        claims.before_commit(self.store, change, task_id, outcome, **intent)
 
     def _guard_moves(self, change: Change, moved: list[Record]) -> Any:
         """Before a change that moves status or owner is written: the authority agrees
@@ -414,7 +412,7 @@ class Board:
                 from . import claims
 
                 claims.before_commit(
-                    change, task_id, outcome, force=force, retry=retry, failure=note if failed else None
+                    self.store, change, task_id, outcome, force=force, retry=retry, failure=note if failed else None
                 )
             gate_check(change, task_id, outcome, force)  # may stop here to run the gate first
             outcome.written = change.commit(outcome.events)
@@ -444,7 +442,7 @@ class Board:
         for dependent in patch.add_blocks:
             link(change, task_id, dependent, outcome)
         if status is not None:
-            for tid in _set_status(change, edited, status, self.caller):
+            for tid in _set_status(self.store, change, edited, status, self.caller):
                 was_ready.setdefault(tid, False)  # it named an open blocker until now
         if patch.owner is not None:
             edited["owner"] = patch.owner
@@ -505,7 +503,7 @@ class Board:
             )
             outcome = Outcome()
             for reopened in [task_id, *finished]:
-                _set_status(change, change.edit(reopened), "pending", self.caller)
+                _set_status(self.store, change, change.edit(reopened), "pending", self.caller)
                 seed = {"seed": task_id} if reopened != task_id else {"cascade": finished} if finished else {}
                 outcome.events.append(Event(reopened, "reopened", old="completed", **seed))
             if note:
@@ -532,7 +530,7 @@ class Board:
             if self.caller:  # a note by the holder renews its lease (taskboard.claims)
                 from . import claims
 
-                claims.before_commit(change, task_id, outcome, force=True)
+                claims.before_commit(self.store, change, task_id, outcome, force=True)
             change.commit(outcome.events)
             outcome.journaled = change.journaled
         outcome.notes[:0] = notes
@@ -850,7 +848,7 @@ def _unlink(change: Change, blocker_id: int, dependent_id: int, outcome: Outcome
     outcome.events.append(Event(dependent_id, "unlinked", blocker=blocker_id, dependent=dependent_id))
 
 
-def _set_status(change: Change, record: Record, status: str, caller: str) -> list[int]:
+def _set_status(store: Store, change: Change, record: Record, status: str, caller: str) -> list[int]:
     """Move a live task to another live status under the rules of the contract; the
     tasks a completion cleared that named it in `blockedBy` alone (one side of an edge,
     as the s12 family writes it)."""
@@ -871,7 +869,7 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> lis
             edited = change.edit(dep["id"])
             if task_id not in edited["blockedBy"]:
                 edited["blockedBy"] = edited["blockedBy"] + [task_id]
-    one_sided = _clear_completed(change, task_id, dependents) if status == "completed" else []
+    one_sided = _clear_completed(store, change, task_id, dependents) if status == "completed" else []
     if old == "in_progress" and status == "pending":
         record["owner"] = ""  # released; an --owner in the same update sets it again
     if status == "in_progress" and not record["owner"] and caller:
@@ -880,14 +878,14 @@ def _set_status(change: Change, record: Record, status: str, caller: str) -> lis
     return one_sided
 
 
-def _clear_completed(change: Change, task_id: int, dependents: list[Record]) -> list[int]:
+def _clear_completed(store: Store, change: Change, task_id: int, dependents: list[Record]) -> list[int]:
     """A completed task leaves every `blockedBy`: its dependents' (the tasks its `blocks`
     names), and any other open task's that names it; those others, in id order."""
     for dep in dependents:
         if task_id in dep["blockedBy"]:
             edited = change.edit(dep["id"])
             edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
-    one_sided = _named_in_blocked_by(change, task_id, {dep["id"] for dep in dependents})
+    one_sided = _named_in_blocked_by(store, change, task_id, {dep["id"] for dep in dependents})
     for dep_id in one_sided:
         edited = change.edit(dep_id)
         edited["blockedBy"] = [x for x in edited["blockedBy"] if x != task_id]
@@ -909,12 +907,12 @@ def _redone(attempt: Callable[[], Outcome]) -> Outcome:
     return attempt()
 
 
-def _named_in_blocked_by(change: Change, task_id: int, known: set[int]) -> list[int]:
+def _named_in_blocked_by(store: Store, change: Change, task_id: int, known: set[int]) -> list[int]:
     """Open tasks other than `known` whose `blockedBy` names task_id: a writer of the s12
     family writes the dependent's side of an edge alone (DESIGN §13). Found among the
     open records through the board's cache (taskboard.index), as `claim` finds ready work:
     no closed record is read."""
-    shot = snapshot(change.store)
+    shot = snapshot(store)
     return [
         tid
         for tid in sorted(shot.open)

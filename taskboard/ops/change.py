@@ -29,17 +29,48 @@ from ..core.outcome import Event
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Any, Protocol
+    from pathlib import Path
+    from typing import Any, Protocol, TypeVar
 
     from ..core.model import Patch
     from ..core.outcome import Outcome
-    from ..disk.store import Store
 
-    class Desk(Protocol):
-        """What an operation below the board is handed (the board is one): a store, a
-        caller, and a way to open a change with its hooks."""
+    class Files(Protocol):
+        """What a change and require_board use of a store (taskboard.disk.store.Store is
+        the one): this module owns its port, so it imports nothing of the disk's."""
 
-        store: Store
+        archived: set[int]  # the tasks `read` last found in the archive folder
+        seen: dict[str, int]  # a hash of each task file's bytes as last read
+
+        @property
+        def path(self) -> str: ...
+
+        @property
+        def root(self) -> Path: ...
+
+        def read(self, task_id: int) -> Record: ...
+
+        def task_ids(self) -> list[int]: ...
+
+        def write(
+            self,
+            files: dict[str, bytes],
+            appends: dict[str, bytes] | None = None,
+            remove: list[str] | None = None,
+            new: list[str] | None = None,
+            expect: dict[str, int] | None = None,
+        ) -> None: ...
+
+    S_co = TypeVar("S_co", bound=Files, covariant=True)
+
+    class Desk(Protocol[S_co]):
+        """What an operation below the board is handed (the board is one): a store (S_co:
+        the operations say which, a taskboard.disk.store.Store), a caller, and a way to
+        open a change with its hooks."""
+
+        @property
+        def store(self) -> S_co: ...
+
         caller: str
 
         def change(self) -> Change: ...
@@ -52,7 +83,7 @@ if TYPE_CHECKING:
         def claim_as_is(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
             """`claim` without the words of why nothing was found."""
 
-        def local(self) -> Desk:
+        def local(self) -> Desk[S_co]:
             """This desk with claims decided on this clone alone."""
 
         def update(self, task_id: int, patch: Patch, force: bool = False) -> Outcome:
@@ -62,7 +93,7 @@ if TYPE_CHECKING:
 class Change:
     """Records read and edited under the lock; `commit` writes the edited ones that changed."""
 
-    def __init__(self, store: Store, actor: str = ""):
+    def __init__(self, store: Files, actor: str = ""):
         self.store = store
         self.actor = actor  # who the journal says made the change
         self.journaled: list[dict] = []  # the journal entries the commit appended
@@ -215,7 +246,7 @@ def check_caller(caller: str) -> str:
     return caller
 
 
-def require_board(store: Store, caller: str, task_ids: Iterable[int]) -> None:
+def require_board(store: Files, caller: str, task_ids: Iterable[int]) -> None:
     """Naming a task on a board that does not exist yet is 'not found', and must not
     create the board folder on the way (a failed command changes nothing). A caller's
     name that no owner could have is a usage error before that."""

@@ -123,7 +123,7 @@ def _where(mark: dict) -> str:
 # -- claiming --------------------------------------------------------------------------------------
 
 
-def claim(board: Desk, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+def claim(board: Desk[Store], task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
     """Take task_id (or the first claimable task in ready order) for owner, optionally with a
     lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
     check_claimer(owner)
@@ -366,7 +366,7 @@ def offered(change: Change, runtime: Runtime, record: Record, owner: str) -> boo
 # -- renewing ----------------------------------------------------------------------------------------
 
 
-def renew(board: Desk, task_id: int, lease: float | None = None) -> Outcome:
+def renew(board: Desk[Store], task_id: int, lease: float | None = None) -> Outcome:
     """The caller renews its lease on task_id (for `lease` seconds when given, else for
     the lease it has). Changes no task file and journals nothing."""
     owner = board.caller
@@ -414,14 +414,14 @@ def renew(board: Desk, task_id: int, lease: float | None = None) -> Outcome:
 # -- what a change records ----------------------------------------------------------------------------
 
 
-def before_commit(change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
+def before_commit(store: Store, change: Change, task_id: int, outcome: Outcome, **intent: Any) -> None:
     """What an update adds to the runtime state, checked and planned before its commit:
     `force` (override a takeover), `retry` (clear the failed attempts), `failure` (a
     failed attempt with this note). A named holder changing its task renews its lease;
     one whose task was taken over in another worktree is refused."""
     record = change.get(task_id)
     caller = change.actor  # the caller, as the change journals them
-    state = state_of(change.store)
+    state = state_of(store)
     runtime = Runtime(state)
     entry = runtime.entry(record)
     plan: dict[str, Any] = {}
@@ -449,18 +449,18 @@ def before_commit(change: Change, task_id: int, outcome: Outcome, **intent: Any)
         change.runtime.setdefault(task_id, {}).update(plan)
 
 
-def keep(change: Change, moved: list[Record], write: Callable[[], None]) -> None:
+def keep(store: Store, change: Change, moved: list[Record], write: Callable[[], None]) -> None:
     """A board's commit hook (Change.keep): the files written under the runtime state's
     lock, and the state brought up to date with them."""
-    with state_of(change.store).locked():
+    with state_of(store).locked():
         write()
-        record(change, moved)
+        record(store, change, moved)
 
 
-def record(change: Change, moved: list[Record]) -> None:
+def record(store: Store, change: Change, moved: list[Record]) -> None:
     """Bring the runtime state up to date with a change just written: the tasks whose
     status or owner moved, and what the operation planned (change.runtime)."""
-    state = state_of(change.store)
+    state = state_of(store)
     runtime = Runtime(state)
     here = state.board
     ids = sorted({record["id"] for record in moved} | set(change.runtime))
@@ -507,14 +507,14 @@ def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
             entry.done = None
 
 
-def fail(board: Desk, task_id: int, note: str) -> Outcome:
+def fail(board: Desk[Store], task_id: int, note: str) -> Outcome:
     """Record a failed attempt at task_id without changing its file (a gate that failed)."""
     board.require_board([task_id])
     with board.store.writing() as notes:
         change = board.change()
         change.get(task_id)
         outcome = Outcome()
-        before_commit(change, task_id, outcome, failure=note, force=True)
+        before_commit(board.store, change, task_id, outcome, failure=note, force=True)
         outcome.written = change.commit(outcome.events)
         outcome.journaled = change.journaled
         outcome.record = change.get(task_id)
@@ -604,7 +604,7 @@ def not_offered(store: Store, records: list[Record]) -> set[int]:
 
 
 def claim_wait(
-    board: Desk,
+    board: Desk[Store],
     task_id: int | None,
     owner: str,
     lease: float | None = None,
@@ -673,7 +673,7 @@ def _sooner(timeout: float | None, expiry: float | None, poll: tuple[float, Any]
     return timeout
 
 
-def _attempt(board: Desk, task_id: int | None, owner: str, lease: float | None) -> tuple[Outcome | None, Any]:
+def _attempt(board: Desk[Store], task_id: int | None, owner: str, lease: float | None) -> tuple[Outcome | None, Any]:
     """One claim: (its outcome, None), or (None, the refusal a waiter may outwait); a
     missing task, and any other failure, is raised."""
     try:
@@ -688,7 +688,7 @@ def _attempt(board: Desk, task_id: int | None, owner: str, lease: float | None) 
         return None, exc
 
 
-def prospects(board: Desk, owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
+def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
     """(whether some open task — task_id, when given — could still come to `owner`, the
     next moment a lease runs out, and when none can, every reason why in words). A task
     can come unless it is stuck, reserved for someone else, held by the owner itself,
@@ -765,7 +765,7 @@ _REASONS = (
 )
 
 
-def why_none_ready(board: Desk, owner: str) -> str:
+def why_none_ready(board: Desk[Store], owner: str) -> str:
     """Why a claim without an ID found nothing, in words: what claim --wait's exit 3 says
     when nothing could come any more, else what holds the open tasks back now (held by
     others, blocked, kept out until later, held where this worktree does not see)."""

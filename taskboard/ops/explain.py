@@ -18,10 +18,13 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.model import Record
+    from ..disk.store import Store
     from .change import Desk
 
 
-def explain(board: Desk, task_id: int, elsewhere: Callable[[Record], dict | None] | None = None) -> dict[str, Any]:
+def explain(
+    board: Desk[Store], task_id: int, elsewhere: Callable[[Record], dict | None] | None = None
+) -> dict[str, Any]:
     """`{"id", "subject", "status", "ready": bool, "reasons": [{"reason", "message", ...}]}`:
     `ready` is what `ready` would say of it; each reason keeps it out. `elsewhere` (a port
     the front end fills: claims on other machines, taskboard.remote) says who holds the
@@ -65,7 +68,7 @@ def _status_reasons(record: Record) -> list[dict[str, Any]]:
     return [{"reason": "status", "message": words[status], "status": status}]
 
 
-def _blocker(board: Desk, blocker_id: int) -> dict[str, Any] | None:
+def _blocker(board: Desk[Store], blocker_id: int) -> dict[str, Any] | None:
     """An open blocker as the explanation names it; None when it no longer blocks."""
     try:
         blocker = board.store.read(blocker_id)
@@ -86,7 +89,7 @@ def _blocker_words(blocker: dict[str, Any]) -> str:
 
 
 def _runtime_reasons(
-    board: Desk, record: Record, elsewhere: Callable[[Record], dict | None] | None
+    board: Desk[Store], record: Record, elsewhere: Callable[[Record], dict | None] | None
 ) -> list[dict[str, Any]]:
     """Stuck, a lease, held or completed elsewhere: what the runtime state says."""
     from . import claims

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.model import Record
+    from ..disk.store import Store
     from .change import Change, Desk
 
 DEFAULT_TIMEOUT = 600.0
@@ -91,7 +92,7 @@ class _RunFirst(Exception):
         self.command, self.seen = command, seen
 
 
-def complete(board: Desk, task_id: int, timeout: float | None, attempt: Callable[[Any], Outcome]) -> Outcome:
+def complete(board: Desk[Store], task_id: int, timeout: float | None, attempt: Callable[[Any], Outcome]) -> Outcome:
     """Complete through the gate: `attempt(check)` runs the board's update with `check`
     called under the lock just before its commit (see the module's lock dance)."""
     timeout = DEFAULT_TIMEOUT if timeout is None else check_timeout(timeout)
@@ -122,7 +123,7 @@ def _seen(record: Record, command: str) -> tuple:
     return (record["status"], record["owner"], command)
 
 
-def _rehearse(board: Desk) -> Callable[[Change, int, Outcome, bool], None]:
+def _rehearse(board: Desk[Store]) -> Callable[[Change, int, Outcome, bool], None]:
     def check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
         completing = _completing(change, task_id)
         command = gate_of(completing[1]) if completing else None
@@ -144,7 +145,7 @@ def _rehearse(board: Desk) -> Callable[[Change, int, Outcome, bool], None]:
     return check
 
 
-def _confirm(board: Desk, command: str, seen: tuple, result: GateResult) -> Callable[..., None]:
+def _confirm(board: Desk[Store], command: str, seen: tuple, result: GateResult) -> Callable[..., None]:
     def check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
         completing = _completing(change, task_id)
         now = _seen(completing[0], gate_of(completing[1]) or "") if completing else None
@@ -197,7 +198,7 @@ def unsound(change: Change, record: Record) -> str | None:
     return None
 
 
-def _record_failure(board: Desk, task_id: int, result: GateResult) -> Outcome:
+def _record_failure(board: Desk[Store], task_id: int, result: GateResult) -> Outcome:
     """A failed attempt, as `release --failed` records one (counted in the runtime state,
     taskboard.ops.claims, through the change's hook), journaled with the gate's result; the
     task file stays as it is."""

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.model import Record
+    from ..disk.store import Store
     from .change import Desk
 
 MAX_PLAN_BYTES = 16 << 20
@@ -236,7 +237,7 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_duplicates, parse_constant=_re
 # -- the change ----------------------------------------------------------------------------
 
 
-def import_plan(board: Desk, tasks: list[PlanTask]) -> Outcome:
+def import_plan(board: Desk[Store], tasks: list[PlanTask]) -> Outcome:
     """Create the plan's tasks and edges as one change. The outcome's `created` events
     carry each task's `key`, in the plan's order."""
     from .change import link
@@ -401,7 +402,7 @@ def _claude_task(key: str, document: dict) -> PlanTask:
     return task
 
 
-def export_claude(board: Desk, folder: str) -> list[Record]:
+def export_claude(board: Desk[Store], folder: str) -> list[Record]:
     """The board's open work written as a Claude Code task list in `folder` (made, or
     empty): `N.json` per pending or in-progress task with its id as text, its edges among
     them, `activeForm` and other keys it came in with (metadata.claude) given back, and
