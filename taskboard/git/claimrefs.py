@@ -45,13 +45,22 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Protocol
 
     from ..core.model import Record
     from ..core.outcome import Problem
     from ..disk.store import Store
-    from ..ops.board import Board
-    from ..ops.change import Change
+    from ..ops.change import Change, Desk
+
+    class RefDesk(Desk[Store], Protocol):
+        """What moving the claim refs first needs of the board that asks (a front end
+        hands it its board, taskboard.ops.board.Board): a desk that also keeps, for one
+        change, the refs moved before it took the lock and how to put them back."""
+
+        moved_refs: dict[str, Any] | None  # by uid: the claim each ref was moved to, or "behind"
+        ref_undo: list[tuple[str, str, str | None]]  # (uid, ours, previous) of each ref moved
+        ref_notes: list[Note]  # what the claim refs had to say (refs that lag)
+
 
 CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
 MIRROR = ".remote-claims.json"  # in the runtime state folder: what the tracking refs say, by uid
@@ -413,7 +422,7 @@ def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:
     return found
 
 
-def holder_elsewhere(board: Board) -> Callable[[Record], dict | None]:
+def holder_elsewhere(board: Desk[Store]) -> Callable[[Record], dict | None]:
     """For `ready --explain` (ops.explain): who holds or completed a task on another
     machine, as far as this clone has seen (None: nobody, or no claims through a remote)."""
 
@@ -433,7 +442,7 @@ def _live(doc: dict, now: float) -> bool:
 # -- claiming ---------------------------------------------------------------------------------------
 
 
-def claim(board: Board, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+def claim(board: Desk[Store], task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
     """Win the task's claim ref on the remote, then claim it here (taskboard.claims).
     Without an id: the first task in ready order whose ref this owner can win. A remote
     that cannot be reached refuses it (busy, with `claiming` set: a claim may be made on
@@ -451,7 +460,7 @@ def claim(board: Board, task_id: int | None, owner: str, lease: float | None = N
         raise
 
 
-def _claim(board: Board, config: Config, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+def _claim(board: Desk[Store], config: Config, task_id: int | None, owner: str, lease: float | None) -> Outcome:
     from ..ops import claims
 
     claims.check_claimer(owner)
@@ -492,7 +501,7 @@ def _claim(board: Board, config: Config, task_id: int | None, owner: str, lease:
 
 
 def _write_claim(
-    board: Board,
+    board: Desk[Store],
     git: Git,
     config: Config,
     record: Record,
@@ -562,7 +571,9 @@ def _lapsed(record: Record, owner: str, config: Config, mirror: dict | None = No
     return None
 
 
-def _take_over(board: Board, record: Record, owner: str, lease: float | None, lapsed: dict, config: Config) -> Outcome:
+def _take_over(
+    board: Desk[Store], record: Record, owner: str, lease: float | None, lapsed: dict, config: Config
+) -> Outcome:
     """The task file follows a claim ref won over a holder whose lease ran out elsewhere."""
     from ..core.model import Patch
     from ..disk.state import iso
@@ -581,7 +592,7 @@ def _take_over(board: Board, record: Record, owner: str, lease: float | None, la
 
 
 def _candidate(
-    board: Board, task_id: int | None, owner: str, passed: set[int], config: Config
+    board: Desk[Store], task_id: int | None, owner: str, passed: set[int], config: Config
 ) -> tuple[Record, dict | None]:
     """The task to try, and the lapsed claim it takes over (if any): task_id (refused as a
     local claim would be, unless its holder's lease ran out on the remote), or the first
@@ -733,7 +744,7 @@ class PushFirst(Exception):
         self.moves = moves  # (the record as it will be written, its holder before, forced)
 
 
-def guard(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
+def guard(board: RefDesk, change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
     """Under the board lock, before a change that moves status or owner is written: the
     claim refs must already say what the records will. Those this clone's tracking refs
     show agreeing, or that `move_first` moved for exactly this (or found lagging), pass;
@@ -764,7 +775,7 @@ def guard(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], A
     return [], None
 
 
-def _guard_in_lock(board: Board, change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
+def _guard_in_lock(board: Desk[Store], change: Any, moved: list[Record]) -> tuple[list[Note], Any]:
     """Move the claim refs of the records a change is about to write with a new status or
     owner, under the lock (the changes not run through Board._refs_first: a repair of
     check): (notes, an undo that puts the moved refs back, or None). Refused: nothing moved."""
@@ -809,7 +820,7 @@ def _claim_of(record: Record) -> tuple[str, str]:
     return state, record["owner"] if state != "released" else ""
 
 
-def move_first(board: Board, moves: list[tuple[Record, str, bool]]) -> None:
+def move_first(board: RefDesk, moves: list[tuple[Record, str, bool]]) -> None:
     """Outside the board lock: move each claim ref to what its record will say, by the
     exact compare-and-swap of `_swap` (a fetch when refused; Refused when it names a claim
     that is not the holder's). A ref the remote cannot take now lags, with a note."""
@@ -839,7 +850,7 @@ def move_first(board: Board, moves: list[tuple[Record, str, bool]]) -> None:
             board.ref_undo.append((uid, *swapped))
 
 
-def give_back(board: Board) -> None:
+def give_back(board: RefDesk) -> None:
     """After a change whose refs moved first did not happen: each ref back as it was."""
     config = config_of(board.store)
     if config is None:
@@ -850,7 +861,7 @@ def give_back(board: Board) -> None:
             restore(git, config, uid, ours, previous)
 
 
-def renew(board: Board, task_id: int, lease: float | None) -> list[Note]:
+def renew(board: Desk[Store], task_id: int, lease: float | None) -> list[Note]:
     """Before `renew` renews a lease here: the claim ref says so too, moved only from the
     caller's own claim. A claim taken over elsewhere is refused (4) naming the holder."""
     from ..ops import claims
@@ -894,7 +905,7 @@ def _behind(record: Record, config: Config, why: str) -> Note:
     )
 
 
-def _lease_of(board: Board, record: Record) -> tuple[float | None, float | None]:
+def _lease_of(board: Desk[Store], record: Record) -> tuple[float | None, float | None]:
     """(lease seconds, when it was last renewed) of the record's claim here."""
     from ..ops import claims
 
@@ -953,7 +964,7 @@ def _not_yours(record: Record, doc: dict, holder: str, config: Config) -> Refuse
 def _swap(
     git: Git,
     config: Config,
-    board: Board,
+    board: Desk[Store],
     record: Record,
     seen: Known,
     holder: str,
@@ -985,7 +996,7 @@ def _swap(
     raise Busy(f"the claim ref of #{record['id']} on {config.name} kept changing; try again", "claim-ref-moving")
 
 
-def _document_for(board: Board, record: Record, config: Config, renewal: tuple[float, float] | None) -> bytes:
+def _document_for(board: Desk[Store], record: Record, config: Config, renewal: tuple[float, float] | None) -> bytes:
     """The claim document `record` bears: a claim carries its lease and when it was last
     renewed (a claim the file already bears is no newer than the file)."""
     state = wanted(record)
@@ -1007,7 +1018,9 @@ def _document_for(board: Board, record: Record, config: Config, renewal: tuple[f
     return (json.dumps(moved, sort_keys=True) + "\n").encode("utf-8")
 
 
-def _move_ref(git: Git, config: Config, record: Record, seen: Known, board: Board, holder: str, forced: bool) -> str:
+def _move_ref(
+    git: Git, config: Config, record: Record, seen: Known, board: Desk[Store], holder: str, forced: bool
+) -> str:
     """check --fix: move one ref to what the record says; '' when done (or nothing to do), else why not."""
     try:
         _swap(git, config, board, record, seen, holder, forced)
@@ -1063,7 +1076,7 @@ def configure(store: Store, name: str) -> list[str]:
 # -- check -----------------------------------------------------------------------------------------------
 
 
-def check_problems(board: Board, fix: bool = False) -> list[Problem]:
+def check_problems(board: Desk[Store], fix: bool = False) -> list[Problem]:
     """Claim refs that disagree with the board, as this clone last saw them; with `fix`,
     what has one answer is resolved (a ref pushed, or the task made to follow its ref)."""
     from ..core.outcome import Problem
@@ -1100,7 +1113,9 @@ def check_problems(board: Board, fix: bool = False) -> list[Problem]:
     return problems
 
 
-def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record | None, fix: bool) -> Problem | None:
+def _judge(
+    board: Desk[Store], git: Git, config: Config, seen: Known, record: Record | None, fix: bool
+) -> Problem | None:
     """What is wrong between one claim ref and its task here (None: they agree, or the task
     is not on this board yet); with `fix`, resolved when it has one answer."""
     from ..core.outcome import Problem
@@ -1119,7 +1134,7 @@ def _judge(board: Board, git: Git, config: Config, seen: Known, record: Record |
 
 
 def _disagreement(
-    board: Board, git: Git, config: Config, seen: Known, doc: dict, record: Record, fix: bool
+    board: Desk[Store], git: Git, config: Config, seen: Known, doc: dict, record: Record, fix: bool
 ) -> Problem | None:
     from ..core.outcome import Problem
     from ..ops import claims
@@ -1181,10 +1196,10 @@ class ClaimRefs(Authority):
     --remote`): the remote's claim refs decide. Without one configured, the board's own
     rules decide, as LOCAL's."""
 
-    def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome:
+    def claim(self, board: Desk[Store], task_id: int | None, owner: str, lease: float | None) -> Outcome:
         return claim(board, task_id, owner, lease)
 
-    def poll(self, store: Store, board: Board | None = None, catch_up: Any = None) -> tuple[float, Any] | None:
+    def poll(self, store: Store, board: Desk[Store] | None = None, catch_up: Any = None) -> tuple[float, Any] | None:
         """The claim refs, every POLL seconds; then `catch_up` (the front end's
         git.sync.bring_in) syncs when they say an open task here was completed or given
         back on another machine, or when this board holds what the remote does not: a
@@ -1199,16 +1214,16 @@ class ClaimRefs(Authority):
 
         return (POLL, fetch)
 
-    def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
+    def renew(self, board: Desk[Store], task_id: int, lease: float | None) -> list[Note]:
         return renew(board, task_id, lease)
 
     def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
         return held_elsewhere(store, pending)
 
-    def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Any]:
+    def guard(self, board: RefDesk, change: Change, moved: list[Record]) -> tuple[list[Note], Any]:
         return guard(board, change, moved)
 
-    def first(self, board: Board, run: Any) -> Outcome:
+    def first(self, board: RefDesk, run: Any) -> Outcome:
         """The change runs; when its guard stops it under the lock (PushFirst: a claim ref
         must move, which takes the network), the refs move with the lock let go and the
         change runs again. When it does not happen after all, the refs go back."""
