@@ -6,7 +6,7 @@ Builds boards of 10 000 and 100 000 tasks by writing files in the DESIGN.md form
 printed as a ratio to the median start-up of `python -c pass` of the same venv,
 measured interleaved with it so that load from other work on the machine falls on
 both alike. At 100 000 tasks every figure is also stated against the stat floor (the
-same interpreter doing one lstat per task file, DESIGN §11), measured in the same run. Every answer is checked before it is timed, against an answer computed
+same interpreter doing one lstat per task file, DESIGN §11), run in every round beside each figure. Every answer is checked before it is timed, against an answer computed
 here from the files alone (this file shares no code with taskboard).
 
     .venv-bench/bin/python bench/bench.py [--sizes 10000,100000] [--runs N] [--keep DIR] [--writers-only]
@@ -225,6 +225,7 @@ class Bench:
         self.rows: list[dict] = []
         self.baselines: list[float] = []
         self.floors: dict[int, float] = {}  # board size: the median of its stat floor (FLOOR_SIZE and up)
+        self.floor_folders: dict[int, str] = {}  # board size: its folder, whose floor runs beside every figure
 
     def against_floor(self, size: int | None, seconds: float) -> str:
         """The ratio to the stat floor of a board whose figures are stated against it, else empty."""
@@ -246,8 +247,16 @@ class Bench:
         load. `check(attempt, stdout, stderr)`, when given, judges every run's answer."""
         samples = [{"times": [], "peaks": []} for _ in cases]
         bares = []
+        # a board stated against its stat floor has the floor run in every round too: a
+        # floor measured once, minutes before under another load, makes the ratio noise
+        floored = {size: [] for _, size, *_ in cases if size in self.floor_folders}
         for attempt in range(runs or self.runs):
             bares.append(self.bare())
+            for size, floors in floored.items():
+                seconds, status, _ = spawn([PYTHON, "-c", STAT_FLOOR, self.floor_folders[size]], dict(os.environ))
+                if status != 0:
+                    raise SystemExit("the floor script failed")
+                floors.append(seconds)
             pairs = list(zip(cases, samples, strict=True))
             # the order flips every round: a fsync may wait for whatever the machine wrote before it
             for (name, _, board, args_of, check), sample in pairs if attempt % 2 == 0 else pairs[::-1]:
@@ -270,14 +279,16 @@ class Bench:
                 "runs": len(sample["times"]),
             }
             row["ratio"] = row["median"] / row["bare"]
-            if size in self.floors:
-                row["floor"] = self.floors[size]
+            floor = ""
+            if floored.get(size):
+                row["floor"] = statistics.median(floored[size])
+                floor = f"  {row['median'] / row['floor']:5.2f}× floor ({row['floor'] * 1000:.0f} ms alongside)"
             self.rows.append(row)
             rows.append(row)
             label = f"{name} ({size_label(size)})" if size else name
             print(
                 f"  {label:<44} {row['median'] * 1000:8.1f} ms  {row['ratio']:6.2f}×  "
-                f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']}){self.against_floor(size, row['median'])}",
+                f"(bare {row['bare'] * 1000:.1f} ms, n={row['runs']}){floor}",
                 flush=True,
             )
         return rows
@@ -368,6 +379,7 @@ def bench_board(bench: Bench, root: Path, size: int, runs: int) -> dict:
     results["floor_stat"] = bench.timed_python("floor: stat every task file", size, STAT_FLOOR, str(folder))
     if size >= FLOOR_SIZE:
         bench.floors[size] = results["floor_stat"]["median"]
+        bench.floor_folders[size] = str(folder)
     results["cold"] = bench.measure("cold ready --json (no cache)", size, folder, cold, runs=slow)
     for _ in range(2):  # warm again after the cold runs
         answer(folder, "ready", "--json")
@@ -492,6 +504,7 @@ def bench_archived(bench: Bench, board: dict, runs: int) -> dict:
     results: dict[str, dict] = {}
     results["floor_stat"] = bench.timed_python("floor: stat every task file", size, STAT_FLOOR, str(folder))
     bench.floors[size] = results["floor_stat"]["median"]
+    bench.floor_folders[size] = str(folder)
     wanted_ready = [model[i] for i in ready_ids(model)]  # archived tasks are closed: they block nothing
 
     def judged(args: tuple[str, ...], wanted: list[dict]):
