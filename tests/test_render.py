@@ -33,7 +33,6 @@ from taskboard.views.render import graph as graph_views
 from taskboard.views.render import svg as svg_views
 from taskboard.views.render import task as task_views
 from taskboard.views.render import tasklist as tasklist_views
-from taskboard.views.render import watch as watch_views
 
 EXAMPLE = Path(__file__).resolve().parent.parent / ".tasks.example"
 WIDTHS = (40, 80, 160)
@@ -714,7 +713,7 @@ def test_watch_redraws_when_a_file_changes_and_stops_on_ctrl_c(sample, plain):
 
     # a clock that stands still: a second ticking by between the naps (a slow machine) would redraw once more
     still = time.time()
-    watch_views.watch_board(sample, plain=plain, out=out, sleep=nap, clock=lambda: still)  # Ctrl-C ends it cleanly
+    board_views.watch_board(sample, plain=plain, out=out, sleep=nap, clock=lambda: still)  # Ctrl-C ends it cleanly
     text = out.export_text()
     assert naps == [0.5, 0.5, 0.5]
     assert "Appeared while watching" in text and "#13" in text
@@ -863,7 +862,7 @@ def test_graph_focus_continues_upstream_with_before(tmp_path):
 @pytest.mark.parametrize("width", (40, 100))
 def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width):
     height = 24
-    text = draw(watch_views.watch_view(big, fit=True), width, height=height)
+    text = draw(board_views.watch_view(big, fit=True), width, height=height)
     lines = text.rstrip("\n").splitlines()
     assert len(lines) <= height and fits(text, width)
     assert flat(lines[0] + "\n" + lines[1]).startswith(expected_summary(records_of(big)))
@@ -877,10 +876,10 @@ def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width
     assert len(drawn) + sum(shown_more) == len(expected)  # every card drawn or counted
     assert all(expected[task_id] == column for task_id, column in drawn.items())
     # a board that fits is drawn whole, and a view without fit never caps
-    small = draw(watch_views.watch_view(sample, fit=True), 160, height=60)
+    small = draw(board_views.watch_view(sample, fit=True), 160, height=60)
     assert "more" not in small and board_columns(small) == expected_columns(records_of(sample))
     # without fit only Done is collapsed
-    assert re.findall(r"\+(\d+) more", draw(watch_views.watch_view(big), 100)) == [str(300 - common_views.DONE_FEW)]
+    assert re.findall(r"\+(\d+) more", draw(board_views.watch_view(big), 100)) == [str(300 - common_views.DONE_FEW)]
 
 
 def test_mermaid_too_big_for_github_warns_on_stderr(big, sample, tmp_path):

@@ -44,7 +44,6 @@ from taskboard.views.render import common as common_views
 from taskboard.views.render import graph as graph_views
 from taskboard.views.render import task as task_views
 from taskboard.views.render import tasklist as tasklist_views
-from taskboard.views.render import watch as watch_views
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WIDTHS = (40, 80, 160)
@@ -454,7 +453,7 @@ def test_watch_highlights_what_changed_and_its_clock_ticks(tmp_path):
         if len(naps) == 8:
             raise KeyboardInterrupt
 
-    watch_views.watch_board(board, plain=False, out=out, sleep=nap, clock=lambda: clock[0])
+    board_views.watch_board(board, plain=False, out=out, sleep=nap, clock=lambda: clock[0])
     styled = out.file.getvalue()
     text = out.export_text()
     seconds = {time for time in re.findall(r"(\d\d:\d\d:\d\d) · Ctrl-C to stop", text)}
@@ -469,14 +468,14 @@ def test_watch_says_what_changed_in_a_few_words(tmp_path):
     from taskboard.core.model import Patch
 
     board = write_board(tmp_path / ".tasks", plan_records("plan"))
-    watcher = watch_views.Watcher(board, clock=lambda: NOW)
+    watcher = board_views.Watcher(board, clock=lambda: NOW)
     watcher.read()
     board.update(6, Patch(status="in_progress", owner="zed"))
     board.update(12, Patch(owner=""))
     board.update(10, Patch(subject="Schema validation for the environment"))
     watcher.read()
     assert watcher.news == ["#6 in progress", "#10 edited", "#12 released"]
-    assert watcher.recent(NOW + 10) == {6, 10, 12} and watcher.recent(NOW + watch_views.HIGHLIGHT) == set()
+    assert watcher.recent(NOW + 10) == {6, 10, 12} and watcher.recent(NOW + board_views.HIGHLIGHT) == set()
 
 
 # -- golden snapshots of whole views at 80 columns --------------------------------------
@@ -585,7 +584,7 @@ def test_watch_reads_again_when_only_the_runtime_state_changed(tmp_path):
         reads.append(len(naps))
         return {}
 
-    watch_views.watch_board(board, plain=True, out=out, sleep=nap, facts=facts, signature=lambda: version[0])
+    board_views.watch_board(board, plain=True, out=out, sleep=nap, facts=facts, signature=lambda: version[0])
     assert reads == [0, 2]  # at the start, and after the state changed; not on the quiet naps
 
 

@@ -641,8 +641,7 @@ def board(
         inv.data(status_columns(listing.records if chosen is None else chosen))
         damage(inv, listing)
         return 0
-    from ..views.render.board import show_board
-    from ..views.render.watch import watch_board
+    from ..views.render.board import show_board, watch_board
 
     if watch:
         from ..ops.claims import state_of

@@ -21,6 +21,6 @@ of coloured symbols, ASCII frames; `list` and `ready` write one unwrapped line p
 task themselves, and summaries go to stderr.
 
 One module a view: common (the colour language, consoles, summaries), svg (pictures),
-tasklist (list, ready), board, groups (board --by-parent), watch (board --watch), task
+tasklist (list, ready), board (board, board --watch), groups (board --by-parent), task
 (get), graph, check, stats. Import the one you need.
 """

@@ -1,4 +1,4 @@
-"""The colour language, the consoles, and the summary lines every view shares."""
+"""The colour language, the consoles, one-line entries and the summary lines views share."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 
@@ -121,6 +122,26 @@ def mark(record: Record, key: str, plain: bool) -> Text:
     else:
         mark.append(SYMBOLS[key], style=STATE_STYLES[key])
     return mark
+
+
+def fit_line(line: Text, subject: str, style: str, owner: str, owner_max: int, subject_min: int, width: int) -> Text:
+    """Finish a one-line entry in `width` cells: the subject cut to what is left, then the
+    owner (cut to `owner_max`, and left out when it would leave the subject fewer than
+    `subject_min` cells)."""
+    tail = Text()
+    if owner:
+        tail = Text(owner, style=OWNER_STYLE)
+        tail.truncate(owner_max + 2, overflow="ellipsis")
+    room = width - line.cell_len - 1
+    if room - tail.cell_len < min(subject_min, cell_len(subject)):
+        tail = Text()
+    text = Text(" " + subject, style=style)
+    text.truncate(max(0, room - tail.cell_len) + 1, overflow="ellipsis")
+    line.append_text(text)
+    line.append_text(tail)
+    line.truncate(width, overflow="ellipsis")
+    line.no_wrap = True
+    return line
 
 
 class Context:

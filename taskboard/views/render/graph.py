@@ -16,8 +16,19 @@ from ...core.states import held_back, state
 from .. import viewmodel as views
 from ..text import write as _write
 from ..viewmodel import STATE_LABELS, Notes, cyclic_ids
-from .board import fit_line
-from .common import NO_FACTS, STATE_STYLES, SUBJECT_STYLES, SYMBOLS, TROUBLE, TROUBLE_MARK, Facts, Phrases, mark, show
+from .common import (
+    NO_FACTS,
+    STATE_STYLES,
+    SUBJECT_STYLES,
+    SYMBOLS,
+    TROUBLE,
+    TROUBLE_MARK,
+    Facts,
+    Phrases,
+    fit_line,
+    mark,
+    show,
+)
 from .svg import write_svg
 
 # -- graph ----------------------------------------------------------------------------
