@@ -169,9 +169,10 @@ def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
 
 def _harness_call(inv: Invocation) -> Callable[[], int]:
     def call() -> int:
+        from .agents import tools
         from .cli import harness
 
-        return harness.call(inv)
+        return harness.call(inv, tools)
 
     return call
 

@@ -30,7 +30,7 @@ def texts(result) -> list:
 
 
 def in_memory(board_dir, caller: str = "") -> Client:
-    return Client(mcp_server.build(str(board_dir), caller), mode="legacy")
+    return Client(mcp_server.build(tools, str(board_dir), caller), mode="legacy")
 
 
 def stdio(board_dir, *flags: str, env: dict | None = None, cwd=None) -> Client:

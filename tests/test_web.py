@@ -41,7 +41,7 @@ def board(tmp_path: Path) -> Path:
 
 def client_for(board: Path, caller: str = "", token: str | None = None) -> tuple[TestClient, Site]:
     site = Site(str(board), caller, 10.0, "127.0.0.1", 8765, token)
-    return TestClient(build(site, mcp=False), base_url=f"http://{HOST}"), site
+    return TestClient(build(site), base_url=f"http://{HOST}"), site
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 installed as the extra `mcp` (`pipx install '.[mcp]'`). This is the one module that imports `mcp`,
 and only `tasks mcp` imports it.
 
-The tools are taskboard.tools' table; each call runs in-process (no process start per
-call) through the same core operations, locks and checks as the command line, on a
+The tools are the table the door hands the server (taskboard.__main__ hands it
+taskboard.agents.tools; `Tools` below is what the server asks of it); each call runs
+in-process (no process start per call) through the same core operations, locks and checks as the command line, on a
 worker thread so that a call waiting for the board lock never stalls the server. The
 board is found per call: the call's `board` argument, else the server's --dir or
 TASKS_DIR, else discovery from its working folder. A result is the `--json` document
@@ -24,14 +25,56 @@ from contextlib import contextmanager
 from .. import __version__
 from ..core.errors import TaskError, UsageError
 from ..views.messages import internal_text
-from . import tools
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
-    from typing import Any
+    from collections.abc import AsyncIterator, Iterator, Sequence
+    from typing import Any, Protocol
 
     from ..disk.watch import Stop
+
+    class Tool(Protocol):
+        """What the server lists of a tool, and asks of it before a call."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def description(self) -> str: ...
+        @property
+        def read_only(self) -> bool: ...
+        @property
+        def destructive(self) -> bool: ...
+        def input_schema(self) -> dict[str, Any]: ...
+        def waiting(self, arguments: Any) -> float | bool: ...
+
+    class Reply(Protocol):
+        """What a call answers: its document, its messages, the error it ends with."""
+
+        @property
+        def document(self) -> Any: ...
+        @property
+        def events(self) -> list[tuple[str, Any]]: ...
+        @property
+        def failure(self) -> TaskError | None: ...
+
+    class Tools(Protocol):
+        """The table the server serves (taskboard.agents.tools, handed in by the door): the
+        server knows MCP, the table knows the board."""
+
+        @property
+        def TOOLS(self) -> Sequence[Tool]: ...  # noqa: N802 - the table's own name; read, never set
+
+        def dispatch(
+            self,
+            name: Any,
+            arguments: Any,
+            board_dir: str | None = None,
+            caller: str = "",
+            timeout: float | None = None,
+            stop: Stop | None = None,
+        ) -> Reply: ...
+        def tool_error(self, exc: TaskError) -> dict[str, Any]: ...
+
 
 INSTALL = "pipx install --force '.[mcp]' in a clone, or pip install 'mcp>=2,<3' beside tasks"
 INSTRUCTIONS = (
@@ -48,7 +91,7 @@ SILENT_WAIT = 50.0  # seconds a waiting call without a progress token waits at m
 MAX_WAITERS = 256  # waiting calls on their own worker threads at once; more queue, nothing else does
 
 
-def build(board_dir: str | None = None, caller: str = "", timeout: float | None = None) -> Any:
+def build(tools: Tools, board_dir: str | None = None, caller: str = "", timeout: float | None = None) -> Any:
     """The server (an `mcp.server.MCPServer`) with the board's tools; the SDK is imported here."""
     try:
         import anyio
@@ -77,6 +120,7 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
     ]
 
     read_only = {tool.name for tool in tools.TOOLS if tool.read_only}
+    by_name = {tool.name: tool for tool in tools.TOOLS}
 
     class TaskServer(MCPServer):
         """MCPServer serving the tool table as it is: its own schemas, its own checks,
@@ -92,7 +136,7 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             if name in read_only:  # a read takes well under a millisecond: a thread hand-off would cost more
-                texts, failed = answer(name, arguments, board_dir, caller, timeout)
+                texts, failed = answer(tools, name, arguments, board_dir, caller, timeout)
             else:
                 texts, failed = await self._off_loop(name, arguments, context)
             return mcp_types.CallToolResult(
@@ -109,7 +153,7 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
 
             from ..disk.watch import Stop
 
-            tool = tools.BY_NAME.get(name)
+            tool = by_name.get(name)
             waiting = tool.waiting(arguments) if tool is not None else False
             params = context.request_context.params if context is not None else None
             token = progress_token_from_params(params) if waiting is not False else None
@@ -133,7 +177,7 @@ def build(board_dir: str | None = None, caller: str = "", timeout: float | None 
                         group.start_soon(_report_progress, context, waiting)
                     with anyio.CancelScope(shield=True):  # the thread runs to its end: what it took is known
                         texts, failed = await anyio.to_thread.run_sync(
-                            answer, name, arguments, board_dir, caller, timeout, stop,
+                            answer, tools, name, arguments, board_dir, caller, timeout, stop,
                             limiter=waiters if waiting is not False else None,
                         )  # fmt: skip
                     finished = True
@@ -165,12 +209,12 @@ async def _report_progress(context: Any, wait: float | bool) -> None:
         await context.report_progress(waited, total, "waiting for a task to become claimable")
 
 
-def streamable_http(board_dir: str | None, caller: str, timeout: float | None) -> tuple[Any, Any]:
+def streamable_http(tools: Tools, board_dir: str | None, caller: str, timeout: float | None) -> tuple[Any, Any]:
     """The same server over streamable HTTP, for `tasks serve` (taskboard.web): the session
     manager, whose `run()` the web app's lifespan enters, and the ASGI app of /mcp. The
     web wing's guard checks Host, Origin and the token before a request reaches it (the
     SDK's own DNS-rebinding check knows only loopback names, so it is left off)."""
-    server = build(board_dir, caller, timeout)  # a usage error naming the install when the SDK is missing
+    server = build(tools, board_dir, caller, timeout)  # a usage error naming the install when the SDK is missing
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -183,6 +227,7 @@ def streamable_http(board_dir: str | None, caller: str, timeout: float | None) -
 
 
 def answer(
+    tools: Tools,
     name: Any,
     arguments: Any,
     board_dir: str | None,
@@ -358,11 +403,11 @@ def _json(document: Any) -> str:
     return json.dumps(document, ensure_ascii=False)
 
 
-def serve(board_dir: str | None, caller: str, timeout: float | None) -> int:
+def serve(tools: Tools, board_dir: str | None, caller: str, timeout: float | None) -> int:
     """Run the stdio server until the client closes its end, then exit at once."""
     import gc
 
-    build(board_dir, caller, timeout).run("stdio")
+    build(tools, board_dir, caller, timeout).run("stdio")
     # The SDK's objects (pydantic schemas by the thousand) would cost the interpreter's
     # last collection up to a second on a busy machine: they live until the process ends.
     gc.freeze()

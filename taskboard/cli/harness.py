@@ -2,7 +2,9 @@
 the MCP SDK: `tasks schema` (the tools as definitions for a model API), `tasks call`
 (one tool call as JSON on stdin, its `--json` document on stdout) and `tasks setup
 claude|codex` (the project's harness configuration, written once, idempotently,
-keeping everything already there). `tasks mcp` lives in taskboard.mcp_server.
+keeping everything already there). `tasks mcp` lives in taskboard.agents.mcp. The
+tool table is handed in by the door (taskboard.__main__ hands taskboard.agents.tools;
+`Tools` below is what these bodies ask of it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import re
 import sys
 from pathlib import Path
 
-from ..agents import tools
 from ..core.errors import Corrupt, Refused, TaskError, UsageError
 from ..disk.store import DEFAULT_TIMEOUT
 from .invocation import Invocation, env_timeout, fail, write
@@ -22,7 +23,35 @@ from .invocation import Invocation, env_timeout, fail, write
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+    from typing import Any, Protocol
+
+    class Reply(Protocol):
+        """What a call answers: its document, its messages, the error it ends with."""
+
+        @property
+        def document(self) -> Any: ...
+        @property
+        def events(self) -> list[tuple[str, Any]]: ...
+        @property
+        def failure(self) -> TaskError | None: ...
+
+    class Tools(Protocol):
+        """The tool table `tasks schema` and `tasks call` speak for."""
+
+        MAX_INPUT: int  # bytes of one call's arguments as JSON
+
+        def definitions(self, fmt: str = "anthropic") -> list[dict[str, Any]]: ...
+        def dispatch(
+            self,
+            name: Any,
+            arguments: Any,
+            board_dir: str | None = None,
+            caller: str = "",
+            timeout: float | None = None,
+        ) -> Reply: ...
+        def tool_error(self, exc: TaskError) -> dict[str, Any]: ...
+        def caller_from_env(self, flag: str | None) -> str: ...
+
 
 SERVER_NAME = "tasks"
 PRIME = "tasks prime"
@@ -48,39 +77,40 @@ def prime_for(server: dict[str, Any]) -> str:
     return shlex.join([server["command"], *server["args"][:-1], "prime"])
 
 
-def schema(inv: Invocation, fmt: str = "anthropic") -> int:
+def schema(inv: Invocation, tools: Tools, fmt: str = "anthropic") -> int:
     """The tools as one JSON array of definitions."""
     write(sys.stdout, json.dumps(tools.definitions(fmt), ensure_ascii=False) + "\n")
     return 0
 
 
-def call(inv: Invocation) -> int:
+def call(inv: Invocation, tools: Tools) -> int:
     """One call read as JSON on stdin, `{"name": ..., "input": {...}}`: the document on
     stdout and exit 0; stderr is JSON Lines (warnings, `unblocked`), an error last
     with the command line's exit code."""
     inv.json = True  # a machine interface: stderr speaks JSON Lines, whatever the flags
     try:
-        name, arguments = read_call(sys.stdin.buffer if sys.stdin else None)
+        name, arguments = read_call(sys.stdin.buffer if sys.stdin else None, tools.MAX_INPUT)
         timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
         reply = tools.dispatch(name, arguments, inv.board_dir, tools.caller_from_env(inv.caller_flag), timeout)
     except TaskError as exc:
-        return _fail(exc)
+        return _fail(tools, exc)
     inv.data(reply.document)
     for key, value in reply.events:
         inv.event(key, value, "")
-    return _fail(reply.failure) if reply.failure else 0
+    return _fail(tools, reply.failure) if reply.failure else 0
 
 
-def _fail(exc: TaskError) -> int:
+def _fail(tools: Tools, exc: TaskError) -> int:
     error = tools.tool_error(exc)["error"]
     return fail(True, error["code"], error["message"], error["exit"])
 
 
-def read_call(stream: Any) -> tuple[Any, Any]:
-    """The tool name and arguments of one call on stdin; malformed input is a usage error."""
-    raw = stream.read(tools.MAX_INPUT * 2 + 1) if stream is not None else b""
-    if len(raw) > tools.MAX_INPUT * 2:
-        raise UsageError(f"the call on stdin is longer than {tools.MAX_INPUT * 2} bytes")
+def read_call(stream: Any, max_input: int) -> tuple[Any, Any]:
+    """The tool name and arguments of one call on stdin (at most twice `max_input` bytes,
+    the arguments' limit, with room for their wrapping); malformed input is a usage error."""
+    raw = stream.read(max_input * 2 + 1) if stream is not None else b""
+    if len(raw) > max_input * 2:
+        raise UsageError(f"the call on stdin is longer than {max_input * 2} bytes")
     try:
         call = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

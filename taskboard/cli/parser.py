@@ -988,9 +988,10 @@ def schema(inv: Invocation, fmt):
       tasks schema                  # [{"name", "description", "input_schema"}, ...]
       tasks schema --format openai  # [{"type": "function", "function": {...}}, ...]
     """
+    from ..agents import tools
     from . import harness
 
-    return harness.schema(inv, fmt)
+    return harness.schema(inv, tools, fmt)
 
 
 @cli.command()
@@ -1005,9 +1006,10 @@ def call(inv: Invocation):
     \b
       echo '{"name": "task_create", "input": {"subject": "Write parser"}}' | tasks call
     """
+    from ..agents import tools
     from . import harness
 
-    return harness.call(inv)
+    return harness.call(inv, tools)
 
 
 @cli.command()
@@ -1036,12 +1038,12 @@ def mcp(inv: Invocation):
     argument, else --dir, else TASKS_DIR, else the nearest .tasks/.
     """
     from ..agents import mcp as mcp_server
-    from ..agents.tools import caller_from_env
+    from ..agents import tools
     from ..disk.store import DEFAULT_TIMEOUT
     from .invocation import env_timeout
 
     timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
-    return mcp_server.serve(inv.board_dir, caller_from_env(inv.caller_flag), timeout)
+    return mcp_server.serve(tools, inv.board_dir, tools.caller_from_env(inv.caller_flag), timeout)
 
 
 @cli.command()
@@ -1070,7 +1072,7 @@ def serve(inv: Invocation, port, host, token, open_browser):
     """
     import os
 
-    from ..agents.tools import caller_from_env
+    from ..agents import tools
     from ..disk.store import DEFAULT_TIMEOUT, board_path
     from ..web.server import serve as run_server
     from .invocation import env_timeout
@@ -1079,7 +1081,9 @@ def serve(inv: Invocation, port, host, token, open_browser):
     token = token if token is not None else os.environ.get("TASKS_SERVE_TOKEN") or None
     board = os.path.abspath(board_path(inv.board_dir))
     say = lambda line: write(sys.stderr, line + "\n")  # noqa: E731
-    return run_server(board, caller_from_env(inv.caller_flag), timeout, host, port, token, open_browser, say)
+    return run_server(
+        tools, board, tools.caller_from_env(inv.caller_flag), timeout, host, port, token, open_browser, say
+    )
 
 
 def run(args: list[str], inv: Invocation) -> int:

@@ -31,6 +31,7 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..agents.mcp import Tools
     from ..ops.board import Board
 
 HERE = Path(__file__).resolve().parent
@@ -381,9 +382,10 @@ async def set_name(site: Site, request: Any) -> Any:
 # -- the app ----------------------------------------------------------------------------
 
 
-def build(site: Site, mcp: bool = True) -> Any:
+def build(site: Site, tools: Tools | None = None) -> Any:
     """The ASGI app: the guard around the pages, the feed, the actions, the static files
-    and (with the MCP SDK installed) /mcp."""
+    and, given the tools to serve there (the door hands them) and with the MCP SDK
+    installed, /mcp."""
     from starlette.applications import Starlette
     from starlette.responses import PlainTextResponse
     from starlette.routing import Mount, Route
@@ -416,8 +418,8 @@ def build(site: Site, mcp: bool = True) -> Any:
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     manager = None
-    if mcp:
-        manager, mcp_route = _mcp_route(site)
+    if tools is not None:
+        manager, mcp_route = _mcp_route(site, tools)
         routes.append(mcp_route)
 
     @contextlib.asynccontextmanager
@@ -461,15 +463,15 @@ class _Headers:
         await self.app(scope, receive, send_with_headers)
 
 
-def _mcp_route(site: Site) -> tuple[Any, Any]:
-    """/mcp: the tools of `tasks mcp` over streamable HTTP (taskboard.mcp_server), behind
+def _mcp_route(site: Site, tools: Tools) -> tuple[Any, Any]:
+    """/mcp: the tools of `tasks mcp` over streamable HTTP (taskboard.agents.mcp), behind
     the same guard as the pages; without the MCP SDK, an answer naming its install."""
     from starlette.routing import Route
 
     from ..agents import mcp as mcp_server
 
     try:
-        manager, endpoint = mcp_server.streamable_http(str(site.board_dir), site.caller, site.timeout)
+        manager, endpoint = mcp_server.streamable_http(tools, str(site.board_dir), site.caller, site.timeout)
     except UsageError as exc:
         from starlette.responses import PlainTextResponse
 
@@ -496,6 +498,7 @@ def check_start(host: str, token: str | None) -> None:
 
 
 def serve(
+    tools: Tools,
     board_dir: str,
     caller: str,
     timeout: float,
@@ -505,7 +508,7 @@ def serve(
     open_browser: bool = False,
     say: Any = print,
 ) -> int:
-    """Run the server until Ctrl-C. Raises UsageError when the extra is missing."""
+    """Run the server until Ctrl-C, with `tools` at /mcp. Raises UsageError when the extra is missing."""
     check_start(host, token)
     try:
         import jinja2  # noqa: F401
@@ -530,7 +533,7 @@ def serve(
     site = Site(board_dir, caller, timeout, host, port, token)
     site.warm()  # before the address is given: a page asked for at once is as quick as the next
     config = uvicorn.Config(
-        build(site),  # the MCP SDK is loaded here too: the address is given once all is ready
+        build(site, tools),  # the MCP SDK is loaded here too: the address is given once all is ready
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=1,
