@@ -85,6 +85,24 @@ def run(board_dir) -> Run:
     return Run(board_dir)
 
 
+@pytest.fixture
+def git_identity(monkeypatch, tmp_path) -> None:
+    """git as the tests' own committer, with no configuration of the machine's
+    (gitboard.git_env), for a test that runs git in this process's environment."""
+    from gitboard import git_env
+
+    for key, value in git_env(tmp_path / "home").items():
+        monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    """A bare remote and the clones wired to it as machines (gitboard.Fleet)."""
+    from gitboard import Fleet
+
+    return Fleet(tmp_path)
+
+
 def tasks_process(
     *args: str, cwd: Path | None = None, env: dict | None = None, input: bytes | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess:

@@ -1,7 +1,9 @@
-"""Real git for the merge tests: clones with an isolated configuration, the board's
-commands run in-process for speed (git itself, its merge driver and its hooks run as
-real processes), and a judge of a board after a merge that shares no code with
-taskboard: invariants.py for DESIGN §2, and the board compared task by task by uid."""
+"""Real git for the merge and remote tests: clones with an isolated configuration, the
+board's commands run in-process for speed (git itself, its merge driver and its hooks
+run as real processes), and a judge of a board after a merge that shares no code with
+taskboard: invariants.py for DESIGN §2, and the board compared task by task by uid.
+For many machines, a `Fleet`: a bare remote and its wired clones, every `tasks` a real
+process (the `fleet` fixture of conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import Run
 from invariants import load_board, problems
 
 CONFLICT = b"<<<<<<<"
+TASKS = [sys.executable, "-m", "taskboard"]
 
 
 def git_env(home: Path) -> dict[str, str]:
@@ -73,6 +77,20 @@ def new_clone(top: Path) -> Clone:
     return clone
 
 
+def branches(root: Path, base, side_a, side_b) -> Clone:
+    """A repository in `root`/repo whose `main` holds the board `base` made (given the
+    clone's `tasks`), and branches `a` and `b` from it, each with what its side did."""
+    repo = new_clone(root / "repo")
+    base(repo.tasks)
+    repo.commit("base")
+    for name, side in (("a", side_a), ("b", side_b)):
+        repo.git("checkout", "-q", "-b", name, "main")
+        side(repo.tasks)
+        repo.commit(f"work on {name}")
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
 def by_uid(records: dict[int, dict]) -> dict[str, dict]:
     """Each task by uid, its edges as uids: what must not depend on ids or on who merged."""
     uid = {task_id: record["uid"] for task_id, record in records.items()}
@@ -105,3 +123,114 @@ def judge(clone: Clone, cycles: bool = False) -> dict[int, dict]:
     assert len(uids) == len(set(uids)), "a uid under two ids"
     assert not any("pendingRenumber" in json.dumps(record) for record in records.values())
     return records
+
+
+# -- many machines, one remote ----------------------------------------------------------
+
+
+class Machine:
+    """One clone of the remote with its board in `.tasks/`."""
+
+    def __init__(self, top: Path, env: dict[str, str]):
+        self.top, self.env = top, env
+        self.board = top / ".tasks"
+
+    def tasks(self, *args: str, expect: int | None = 0, owner: str | None = None) -> subprocess.CompletedProcess:
+        env = {**self.env, **({"TASKS_OWNER": owner} if owner else {})}
+        done = subprocess.run([*TASKS, *args], cwd=self.top, env=env, capture_output=True, text=True, timeout=120)
+        if expect is not None:
+            assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
+        return done
+
+    def json(self, *args: str, **kwargs) -> dict | list:
+        return json.loads(self.tasks(*args, "--json", **kwargs).stdout)
+
+    def git(self, *args: str, expect: int | None = 0) -> subprocess.CompletedProcess:
+        done = subprocess.run(["git", *args], cwd=self.top, env=self.env, capture_output=True, text=True, timeout=120)
+        if expect is not None:
+            assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
+        return done
+
+    def spawn(self, *args: str, **env: str) -> subprocess.Popen:
+        """`tasks ARGS` started, not waited on, in its own process group (a hook may kill
+        the whole of it); `env` adds to the machine's environment."""
+        return subprocess.Popen(
+            [*TASKS, *args],
+            cwd=self.top,
+            env={**self.env, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+
+    def records(self) -> dict[int, dict]:
+        return load_board(self.board)
+
+    def by_uid(self) -> dict[str, tuple]:
+        """The board as it must agree across machines: by uid, edges as uids."""
+        records = self.records()
+        uid = {task_id: record["uid"] for task_id, record in records.items()}
+        return {
+            record["uid"]: (
+                record["subject"],
+                record["status"],
+                record["owner"],
+                sorted(uid[i] for i in record["blockedBy"]),
+                sorted(uid[i] for i in record["blocks"]),
+            )
+            for record in records.values()
+        }
+
+
+class Fleet:
+    """A bare repository as the remote (`remote.git`) and its clones as machines, each
+    wired by `tasks init --remote origin`; git with the configuration of git_env only."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.env = {**os.environ, **git_env(root / "home")}
+        self.remote = root / "remote.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(self.remote)], env=self.env, check=True)
+
+    def machine(self, name: str, remote: bool = True) -> Machine:
+        top = self.root / name
+        subprocess.run(
+            ["git", "clone", "-q", str(self.remote), str(top)], env=self.env, check=True, capture_output=True
+        )
+        machine = Machine(top, self.env)
+        machine.tasks("init", *(["--remote", "origin"] if remote else []))
+        return machine
+
+    def planned(self, *names: str) -> list[Machine]:
+        """Machines named `names`: the first makes the plan (`plan`) and syncs it, the
+        others are cloned after it and so start with it."""
+        first = self.machine(names[0])
+        plan(first)
+        return [first, *(self.machine(name) for name in names[1:])]
+
+    def claim_refs(self) -> dict[str, dict]:
+        """The claim refs on the remote, each as its document."""
+        git = ["git", "--git-dir", str(self.remote)]
+        lines = subprocess.run(
+            [*git, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tasks/claims/"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+        found = {}
+        for line in filter(None, lines):
+            ref, sha = line.split()
+            blob = subprocess.run([*git, "cat-file", "-p", sha], env=self.env, capture_output=True, check=True).stdout
+            found[ref.rpartition("/")[2]] = json.loads(blob)
+        return found
+
+
+def plan(machine: Machine) -> None:
+    """#1 → #2 → #3, and #4 alone, synced to the remote."""
+    machine.tasks("create", "Lexer")
+    machine.tasks("create", "Parser", "--blocked-by", "1")
+    machine.tasks("create", "Checker", "--blocked-by", "2")
+    machine.tasks("create", "Docs")
+    machine.tasks("sync")

@@ -9,14 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from gitboard import Clone, by_uid, git_env, judge, new_clone
+from gitboard import Clone, branches, by_uid, judge
 from invariants import archived_ids
 
-
-@pytest.fixture(autouse=True)
-def git_identity(monkeypatch, tmp_path):
-    for key, value in git_env(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
+pytestmark = pytest.mark.usefixtures("git_identity")  # conftest: git with the tests' own configuration
 
 
 def base_board(tasks) -> None:
@@ -26,18 +22,6 @@ def base_board(tasks) -> None:
     tasks("create", "three")
     tasks("done", "1")
     tasks("done", "2")
-
-
-def branches(tmp_path, side_a, side_b) -> Clone:
-    repo = new_clone(tmp_path / "repo")
-    base_board(repo.tasks)
-    repo.commit("base")
-    for name, side in (("a", side_a), ("b", side_b)):
-        repo.git("checkout", "-q", "-b", name, "main")
-        side(repo.tasks)
-        repo.commit(f"work on {name}")
-    repo.git("checkout", "-q", "main")
-    return repo
 
 
 def archive(tasks) -> None:
@@ -82,7 +66,7 @@ def test_archived_on_one_side_edited_and_still_closed_on_the_other_stays_archive
     def side_b(tasks):
         tasks("update", "1", "--meta", "note=kept")
 
-    board, shelved = both_ways(tmp_path, branches(tmp_path, archive, side_b))
+    board, shelved = both_ways(tmp_path, branches(tmp_path, base_board, archive, side_b))
     tasks = by_subject(board)
     assert tasks["one"]["metadata"] == {"note": "kept"} and tasks["one"]["status"] == "completed"
     assert shelved == {tasks["one"]["uid"], tasks["two"]["uid"]}
@@ -92,7 +76,7 @@ def test_archived_on_one_side_reopened_on_the_other_comes_back_open(tmp_path):
     def side_b(tasks):
         tasks("reopen", "2")
 
-    repo = branches(tmp_path, archive, side_b)
+    repo = branches(tmp_path, base_board, archive, side_b)
     board, shelved = both_ways(tmp_path, repo)
     tasks = by_subject(board)
     assert tasks["two"]["status"] == "pending"
@@ -112,7 +96,7 @@ def test_edited_then_archived_on_one_side_edited_on_the_other_goes_through_the_d
     def side_b(tasks):
         tasks("update", "1", "--meta", "from=b")
 
-    board, shelved = both_ways(tmp_path, branches(tmp_path, side_a, side_b))
+    board, shelved = both_ways(tmp_path, branches(tmp_path, base_board, side_a, side_b))
     tasks = by_subject(board)
     assert tasks["one, renamed"]["metadata"] == {"from": "b"}
     assert shelved == {tasks["one, renamed"]["uid"], tasks["two"]["uid"]}
@@ -126,7 +110,7 @@ def test_edited_then_archived_on_one_side_reopened_on_the_other_comes_back_with_
     def side_b(tasks):
         tasks("reopen", "2")
 
-    board, shelved = both_ways(tmp_path, branches(tmp_path, side_a, side_b))
+    board, shelved = both_ways(tmp_path, branches(tmp_path, base_board, side_a, side_b))
     tasks = by_subject(board)
     assert tasks["two, renamed"]["status"] == "pending"
     assert tasks["two, renamed"]["uid"] not in shelved
@@ -141,16 +125,11 @@ def test_archived_on_one_side_restored_on_the_other_after_both_archived(tmp_path
     def side_b(tasks):
         tasks("restore", "1")
 
-    repo = new_clone(tmp_path / "repo")
-    base_board(repo.tasks)
-    archive(repo.tasks)
-    repo.commit("base")
-    for name, side in (("a", side_a), ("b", side_b)):
-        repo.git("checkout", "-q", "-b", name, "main")
-        side(repo.tasks)
-        repo.commit(f"work on {name}")
-    repo.git("checkout", "-q", "main")
-    board, shelved = both_ways(tmp_path, repo)
+    def base(tasks):
+        base_board(tasks)
+        archive(tasks)
+
+    board, shelved = both_ways(tmp_path, branches(tmp_path, base, side_a, side_b))
     tasks = by_subject(board)
     assert shelved == {tasks["two"]["uid"]}
     assert tasks["three"]["metadata"] == {"side": "a"}
@@ -163,7 +142,7 @@ def test_a_rebase_over_an_archive_is_finished_by_one_check_fix(tmp_path):
     def side_b(tasks):
         tasks("reopen", "2")
 
-    repo = branches(tmp_path, archive, side_b)
+    repo = branches(tmp_path, base_board, archive, side_b)
     clone = repo.copy(tmp_path / "rebase")
     clone.git("checkout", "-q", "b")
     clone.git("rebase", "a")

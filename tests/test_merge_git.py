@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from gitboard import Clone, by_uid, git_env, judge, new_clone
+from gitboard import Clone, branches, by_uid, judge, new_clone
 
 from taskboard.git.wiring import HOOKS
 
@@ -23,23 +23,7 @@ VARIANTS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def git_identity(monkeypatch, tmp_path):
-    for key, value in git_env(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
-
-
-def branches(tmp_path, base, side_a, side_b) -> Clone:
-    """A repository whose `main` holds the board `base` made, and branches `a` and `b` from it."""
-    repo = new_clone(tmp_path / "repo")
-    base(repo.tasks)
-    repo.commit("base")
-    for name, side in (("a", side_a), ("b", side_b)):
-        repo.git("checkout", "-q", "-b", name, "main")
-        side(repo.tasks)
-        repo.commit(f"work on {name}")
-    repo.git("checkout", "-q", "main")
-    return repo
+pytestmark = pytest.mark.usefixtures("git_identity")  # conftest: git with the tests' own configuration
 
 
 def journal_events(clone: Clone) -> set[str]:
@@ -257,6 +241,16 @@ def _both_create(tmp_path) -> Clone:
     return branches(tmp_path, base, side_a, side_b)
 
 
+def _notes_on_both(tmp_path) -> Clone:
+    """_both_create, then each branch writes notes.txt its own way: merging them stops on it."""
+    repo = _both_create(tmp_path)
+    for branch in ("a", "b"):
+        repo.git("checkout", "-q", branch)
+        (repo.top / "notes.txt").write_text(f"{branch}\n")
+        repo.commit(f"notes on {branch}")
+    return repo
+
+
 def _expect_both_create(records: dict[int, dict]) -> None:
     tasks = subjects(by_uid(records))
     assert sorted(tasks) == ["a2", "b2", "b3", "one"]
@@ -295,12 +289,7 @@ def test_a_series_of_cherry_picks_is_finished_by_the_next_command(tmp_path):
 
 
 def test_a_merge_that_stops_on_another_file_is_finished_when_committed(tmp_path):
-    repo = _both_create(tmp_path)
-    for branch in ("a", "b"):
-        repo.git("checkout", "-q", branch)
-        (repo.top / "notes.txt").write_text(f"{branch}\n")
-        repo.commit(f"notes on {branch}")
-    clone = repo.copy(tmp_path / "clone")
+    clone = _notes_on_both(tmp_path).copy(tmp_path / "clone")
     clone.git("checkout", "-q", "a")
     clone.git("merge", "--no-edit", "b", expect=1)  # notes.txt conflicts; the board merged
     problems = clone.tasks.json("check", expect=6)["problems"]  # a merge in progress: not finished yet
@@ -378,12 +367,7 @@ def test_commits_made_on_an_unfinished_merge_are_kept_when_it_is_finished(tmp_pa
 
 
 def test_an_aborted_rebase_leaves_the_board_alone(tmp_path):
-    repo = _both_create(tmp_path)
-    for branch in ("a", "b"):
-        repo.git("checkout", "-q", branch)
-        (repo.top / "notes.txt").write_text(f"{branch}\n")
-        repo.commit(f"notes on {branch}")
-    clone = repo.copy(tmp_path / "clone")
+    clone = _notes_on_both(tmp_path).copy(tmp_path / "clone")
     clone.git("checkout", "-q", "b")
     clone.git("rebase", "a", expect=1)  # stops on notes.txt, after the board's commit was merged
     clone.git("rebase", "--abort")

@@ -11,16 +11,12 @@ import os
 import stat
 
 import pytest
-from gitboard import Clone, by_uid, git_env, judge, new_clone
+from gitboard import Clone, by_uid, judge, new_clone
 from invariants import record
 
 from taskboard.git.wiring import HOOKS, driver_command
 
-
-@pytest.fixture(autouse=True)
-def git_identity(monkeypatch, tmp_path):
-    for key, value in git_env(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
+pytestmark = pytest.mark.usefixtures("git_identity")  # conftest: git with the tests' own configuration
 
 
 def wiring(clone: Clone) -> dict[str, bytes | str]:

@@ -5,112 +5,16 @@ boards together; claims are won on the remote's claim refs, exactly once."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from gitboard import git_env
-from invariants import load_board, problems
-
-TASKS = [sys.executable, "-m", "taskboard"]
-
-
-class Machine:
-    """One clone of the remote with its board in `.tasks/`."""
-
-    def __init__(self, top: Path, env: dict[str, str]):
-        self.top, self.env = top, env
-        self.board = top / ".tasks"
-
-    def tasks(self, *args: str, expect: int | None = 0, owner: str | None = None) -> subprocess.CompletedProcess:
-        env = {**self.env, **({"TASKS_OWNER": owner} if owner else {})}
-        done = subprocess.run([*TASKS, *args], cwd=self.top, env=env, capture_output=True, text=True, timeout=120)
-        if expect is not None:
-            assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
-        return done
-
-    def json(self, *args: str, **kwargs) -> dict | list:
-        return json.loads(self.tasks(*args, "--json", **kwargs).stdout)
-
-    def git(self, *args: str, expect: int | None = 0) -> subprocess.CompletedProcess:
-        done = subprocess.run(["git", *args], cwd=self.top, env=self.env, capture_output=True, text=True, timeout=120)
-        if expect is not None:
-            assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
-        return done
-
-    def records(self) -> dict[int, dict]:
-        return load_board(self.board)
-
-    def by_uid(self) -> dict[str, tuple]:
-        """The board as it must agree across machines: by uid, edges as uids."""
-        records = self.records()
-        uid = {task_id: record["uid"] for task_id, record in records.items()}
-        return {
-            record["uid"]: (
-                record["subject"],
-                record["status"],
-                record["owner"],
-                sorted(uid[i] for i in record["blockedBy"]),
-                sorted(uid[i] for i in record["blocks"]),
-            )
-            for record in records.values()
-        }
-
-
-class Fleet:
-    def __init__(self, root: Path):
-        self.root = root
-        self.env = {**os.environ, **git_env(root / "home")}
-        self.remote = root / "remote.git"
-        subprocess.run(["git", "init", "-q", "--bare", str(self.remote)], env=self.env, check=True)
-
-    def machine(self, name: str, remote: bool = True) -> Machine:
-        top = self.root / name
-        subprocess.run(
-            ["git", "clone", "-q", str(self.remote), str(top)], env=self.env, check=True, capture_output=True
-        )
-        machine = Machine(top, self.env)
-        machine.tasks("init", *(["--remote", "origin"] if remote else []))
-        return machine
-
-    def claim_refs(self) -> dict[str, dict]:
-        """The claim refs on the remote, each as its document."""
-        git = ["git", "--git-dir", str(self.remote)]
-        lines = subprocess.run(
-            [*git, "for-each-ref", "--format=%(refname) %(objectname)", "refs/tasks/claims/"],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-        found = {}
-        for line in filter(None, lines):
-            ref, sha = line.split()
-            blob = subprocess.run([*git, "cat-file", "-p", sha], env=self.env, capture_output=True, check=True).stdout
-            found[ref.rpartition("/")[2]] = json.loads(blob)
-        return found
-
-
-@pytest.fixture
-def fleet(tmp_path) -> Fleet:
-    return Fleet(tmp_path)
-
-
-def plan(machine: Machine) -> None:
-    """#1 → #2 → #3, and #4 alone, synced to the remote."""
-    machine.tasks("create", "Lexer")
-    machine.tasks("create", "Parser", "--blocked-by", "1")
-    machine.tasks("create", "Checker", "--blocked-by", "2")
-    machine.tasks("create", "Docs")
-    machine.tasks("sync")
+from gitboard import TASKS, Fleet, Machine, plan
+from invariants import problems
 
 
 def test_sync_in_turn_until_every_board_agrees(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b, c = fleet.machine("b"), fleet.machine("c")
+    a, b, c = fleet.planned("a", "b", "c")
     c.git("config", "pull.rebase", "true")  # sync merges whatever pull does
     assert b.by_uid() == a.by_uid() and len(b.records()) == 4
     b.tasks("claim", "1", owner="bob")
@@ -138,9 +42,7 @@ def test_sync_in_turn_until_every_board_agrees(fleet):
 
 
 def test_three_clones_race_for_one_task_and_exactly_one_wins(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b, c = fleet.machine("b"), fleet.machine("c")
+    a, b, c = fleet.planned("a", "b", "c")
     racers = {
         name: subprocess.Popen(
             [*TASKS, "claim", "1", "--json"],
@@ -172,9 +74,7 @@ def test_three_clones_race_for_one_task_and_exactly_one_wins(fleet):
 
 
 def test_a_clone_that_has_not_synced_cannot_take_a_task_claimed_elsewhere(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b, c = fleet.machine("b"), fleet.machine("c")
+    a, b, c = fleet.planned("a", "b", "c")
     b.tasks("claim", "4", owner="bob")  # b does not sync: c sees #4 pending
     assert c.records()[4]["status"] == "pending"
     refused = c.tasks("claim", "4", owner="cat", expect=4)
@@ -231,9 +131,7 @@ def test_an_unreachable_remote_refuses_the_claim_unless_offline(fleet, tmp_path)
 
 
 def test_sync_fails_cleanly_when_the_remote_is_unreachable(fleet, tmp_path):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     b.tasks("create", "From b")
     b.tasks("sync")
     a.tasks("update", "4", "--priority", "0")
@@ -257,9 +155,7 @@ def test_sync_fails_cleanly_when_the_remote_is_unreachable(fleet, tmp_path):
 
 
 def test_release_and_completion_reach_the_refs_and_the_other_boards(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     b.tasks("claim", "1", owner="bob")
     b.tasks("release", "1", owner="bob")
     assert [doc["state"] for doc in fleet.claim_refs().values()] == ["released"]
@@ -408,9 +304,7 @@ def test_sync_commits_only_the_board_and_leaves_the_users_work_alone(fleet):
 
 
 def test_a_lease_that_ran_out_on_another_machine_is_taken_over(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "4", "--lease", "15m", owner="amy")
     (doc,) = fleet.claim_refs().values()
     assert doc["lease"] == 900
@@ -418,21 +312,8 @@ def test_a_lease_that_ran_out_on_another_machine_is_taken_over(fleet):
     b.tasks("sync")
     assert (b.records()[4]["status"], b.records()[4]["owner"]) == ("in_progress", "amy")
     b.tasks("claim", "4", owner="bob", expect=4)  # amy's lease holds
-    # amy's machine went away and her lease ran out: the ref as it would be 16 minutes on
-    script = (
-        "import json, subprocess\n"
-        "from pathlib import Path\n"
-        "from taskboard.git import claimrefs as remote\n"
-        "from taskboard.disk.store import Store\n"
-        "store = Store(Path('.tasks'))\n"
-        "config = remote.config_of(store)\n"
-        "git = remote.Git(store)\n"
-        "uid = store.read(4)['uid']\n"
-        "seen = remote.known(git, config, [uid])[uid]\n"
-        "doc = dict(seen.doc, at=seen.doc['at'] - 960)\n"
-        "assert remote.push(git, config, uid, json.dumps(doc).encode(), seen.sha)\n"
-    )
-    subprocess.run([sys.executable, "-c", script], cwd=a.top, env=a.env, check=True)
+    # amy's machine went away and her lease ran out: the ref as it would be by then
+    lapse(a, 4)
     b.tasks("sync")
     took = b.tasks("claim", "4", "--json", owner="bob")
     assert json.loads(took.stdout)["owner"] == "bob"
@@ -464,9 +345,7 @@ def lapse(machine: Machine, task: int) -> None:
 def taken_over(fleet: Fleet) -> tuple[Machine, Machine, bytes]:
     """amy claims #4 on a with a lease; it runs out; bob takes it over on b. a has not
     synced since: its board still says amy holds #4. Returns (a, b, a's #4 file)."""
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "4", "--lease", "15m", owner="amy")
     a.tasks("sync")
     lapse(a, 4)
@@ -508,9 +387,7 @@ def test_an_old_holder_cannot_end_a_claim_given_back_after_a_takeover(fleet):
 
 
 def test_each_change_moves_the_ref_from_what_this_clone_believes(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
 
     def ref() -> tuple:
         (doc,) = fleet.claim_refs().values()
@@ -542,9 +419,7 @@ def test_each_change_moves_the_ref_from_what_this_clone_believes(fleet):
 
 
 def test_a_waiter_learns_of_a_task_given_back_on_another_machine(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "1", owner="amy")
     a.tasks("claim", "4", owner="amy")
     b.tasks("sync")  # b has seen amy's claims: nothing is claimable for bob
@@ -624,14 +499,7 @@ def test_a_claimer_killed_after_its_push_is_settled_by_the_next_command_or_check
 
 def waiter(machine: Machine, owner: str, *args: str) -> tuple[int, str, str]:
     """`claim --wait` as a real process, waited on with a timeout (no sleeps)."""
-    process = subprocess.Popen(
-        [*TASKS, "claim", *args, "--json"],
-        cwd=machine.top,
-        env={**machine.env, "TASKS_OWNER": owner},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = machine.spawn("claim", *args, "--json", TASKS_OWNER=owner)
     try:
         out, err = process.communicate(timeout=60)
     finally:
@@ -642,9 +510,7 @@ def waiter(machine: Machine, owner: str, *args: str) -> tuple[int, str, str]:
 
 
 def test_a_task_this_board_says_is_held_but_was_given_back_elsewhere_can_be_taken(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "1", owner="amy")
     a.tasks("claim", "4", owner="amy")
     a.tasks("sync")
@@ -668,9 +534,7 @@ def test_a_task_this_board_says_is_held_but_was_given_back_elsewhere_can_be_take
 
 def test_a_plain_git_fetch_is_enough_for_ready_to_leave_out_a_task_claimed_elsewhere(fleet):
     # init configured the fetch refspec for claim refs: what a fetch brings, ready uses
-    a = fleet.machine("a")
-    plan(a)
-    b, c = fleet.machine("b"), fleet.machine("c")
+    _, b, c = fleet.planned("a", "b", "c")
     b.tasks("claim", "4", owner="bob")
     assert 4 in [r["id"] for r in c.json("ready")]  # c has heard nothing yet
     c.git("fetch", "-q", "origin")

@@ -8,25 +8,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 
 import pytest
+from gitboard import Fleet, Machine, plan
 from invariants import problems
-from test_remote import TASKS, Fleet, Machine, plan
 
 POINTS = ["committed", "merged", "pushed", "marked", "board", "head", "index-locked"]
 
 
-@pytest.fixture
-def fleet(tmp_path) -> Fleet:
-    return Fleet(tmp_path)
-
-
 def diverged(fleet: Fleet) -> tuple[Machine, Machine]:
     """a and b share the plan, then each does work of its own: b's is pushed first."""
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "1", owner="amy")
     a.tasks("done", "1", owner="amy")
     a.tasks("create", "From a", "--blocked-by", "2")
@@ -35,18 +27,6 @@ def diverged(fleet: Fleet) -> tuple[Machine, Machine]:
     b.tasks("create", "From b", "--blocked-by", "3")
     b.tasks("sync")
     return a, b
-
-
-def spawn(machine: Machine, *args: str, **env: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*TASKS, *args],
-        cwd=machine.top,
-        env={**machine.env, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group: a hook may kill the whole of it
-    )
 
 
 def nothing_left(machine: Machine) -> None:
@@ -72,7 +52,7 @@ def agreed(*machines: Machine) -> None:
 @pytest.mark.parametrize("point", POINTS)
 def test_a_sync_killed_at_any_step_is_finished_by_the_next(fleet, point):
     a, b = diverged(fleet)
-    killed = spawn(a, "sync", TASKS_TEST_SYNC_KILL=point)
+    killed = a.spawn("sync", TASKS_TEST_SYNC_KILL=point)
     killed.communicate(timeout=120)
     assert killed.returncode == -signal.SIGKILL
     assert a.tasks("sync").returncode == 0
@@ -96,7 +76,7 @@ def test_a_kill_inside_the_merge_driver_or_the_post_merge_hook_jams_nothing(flee
     hooks = a.top / ".git" / "hooks"
     (hooks / "post-merge.local").write_text(KILL_GROUP)
     (hooks / "post-merge.local").chmod(0o755)
-    first = spawn(a, "sync")
+    first = a.spawn("sync")
     first.communicate(timeout=120)
     assert first.returncode == 0, first.stderr  # no driver and no hook runs inside sync: nothing to kill
     nothing_left(a)
@@ -111,13 +91,13 @@ def test_two_syncs_of_one_clone_the_second_waits_for_the_first(fleet, tmp_path):
     a, b = diverged(fleet)
     fifo = tmp_path / "hold"
     os.mkfifo(fifo)
-    first = spawn(a, "sync", TASKS_TEST_SYNC_WAIT=f"pushed:{fifo}")
+    first = a.spawn("sync", TASKS_TEST_SYNC_WAIT=f"pushed:{fifo}")
     reached = tmp_path / "hold.reached"
     while not reached.exists():  # the first sync stops after its push, holding the sync
         assert first.poll() is None, first.communicate()
         os.sched_yield()
     a.tasks("create", "Made meanwhile")
-    second = spawn(a, "sync", "--json")
+    second = a.spawn("sync", "--json")
     assert second.stderr is not None
     line = second.stderr.readline()  # it says it waits, and does
     assert json.loads(line) == {"warning": "another sync of this clone is running; waiting for it"}
@@ -135,9 +115,7 @@ def test_two_syncs_of_one_clone_the_second_waits_for_the_first(fleet, tmp_path):
 
 
 def test_an_id_that_reached_the_remote_never_moves(fleet):
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     b.tasks("create", "Made first, not pushed")  # #5 on b
     a.tasks("create", "Pushed")  # #5 on a, created later
     a.tasks("sync")
@@ -160,13 +138,11 @@ def test_an_id_that_reached_the_remote_never_moves(fleet):
 
 def test_a_waiter_brings_the_board_in_when_work_it_waits_on_was_finished_elsewhere(fleet):
     """Issue 19, item 7: #2 waits on #1, which another clone completes and syncs."""
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "1", owner="amy")
     a.tasks("claim", "4", owner="amy")
     b.tasks("sync")
-    waiting = spawn(b, "claim", "--wait", "30", "--json", TASKS_OWNER="bob")
+    waiting = b.spawn("claim", "--wait", "30", "--json", TASKS_OWNER="bob")
     a.tasks("done", "1", owner="amy")
     a.tasks("sync")
     out, err = waiting.communicate(timeout=60)
@@ -181,15 +157,13 @@ def test_a_waiter_brings_the_board_in_when_work_it_waits_on_was_finished_elsewhe
 def test_a_waiter_pushes_its_own_completions_so_waiters_elsewhere_are_freed(fleet):
     """The README loop across clones syncs nowhere: a's agent completes #1 and goes back to
     waiting; b's waiter, blocked on #1, must get #2 without anyone running sync."""
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     a.tasks("claim", "4", owner="cat")
     a.tasks("claim", "1", owner="amy")
     b.tasks("sync")
-    waiting_b = spawn(b, "claim", "--wait", "40", "--json", TASKS_OWNER="bob")
+    waiting_b = b.spawn("claim", "--wait", "40", "--json", TASKS_OWNER="bob")
     a.tasks("done", "1", owner="amy")  # no sync: the completion is only on a
-    waiting_a = spawn(a, "claim", "3", "--wait", "40", "--json", TASKS_OWNER="amy")  # #3 waits on #2
+    waiting_a = a.spawn("claim", "3", "--wait", "40", "--json", TASKS_OWNER="amy")  # #3 waits on #2
     out, err = waiting_b.communicate(timeout=90)
     assert waiting_b.returncode == 0, err
     assert json.loads(out)["id"] == 2
@@ -211,7 +185,7 @@ def test_no_round_trip_to_the_remote_holds_the_board_lock(fleet, tmp_path):
         f'#!/bin/sh\nif [ -p "{fifo}" ]; then touch "{fifo}.reached"; cat "{fifo}" >/dev/null; rm -f "{fifo}"; fi\n'
     )
     hook.chmod(0o755)
-    done = spawn(a, "done", "4", "--json", TASKS_OWNER="amy")
+    done = a.spawn("done", "4", "--json", TASKS_OWNER="amy")
     reached = tmp_path / "silent.reached"
     while not reached.exists():  # done is in its push, which the remote holds
         assert done.poll() is None, done.communicate()
@@ -255,9 +229,7 @@ def test_a_claim_whose_lease_runs_is_honoured_when_a_stash_rewound_its_file(tmp_
 
 def test_the_journal_follows_tasks_by_uid_across_renumbering(fleet):
     """Issue 19, item 12: both clones create and complete their own #5 and sync."""
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     for machine, owner in ((a, "amy"), (b, "bob")):
         machine.tasks("create", f"Made by {owner}")
         machine.tasks("claim", "5", owner=owner)
@@ -285,9 +257,7 @@ def test_a_claim_taken_over_on_another_machine_leaves_check_clean_once_synced_in
     held by someone else: amy's lease ran out and bob took #4 over on another clone."""
     import time
 
-    a = fleet.machine("a")
-    plan(a)
-    b = fleet.machine("b")
+    a, b = fleet.planned("a", "b")
     claimed = a.json("claim", "4", "--lease", "1s", owner="amy")
     a.tasks("sync")
     b.tasks("sync")
