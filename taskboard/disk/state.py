@@ -20,7 +20,6 @@ lost, never torn into something else (a damaged file reads as empty).
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import math
 import os
@@ -30,6 +29,7 @@ from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Corrupt
 from ..core.model import STUCK_AFTER
+from .locks import wait_for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -404,21 +404,12 @@ class State:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise Corrupt(f"{path}: should be a regular file (the runtime state's lock)", path, "state")
-            deadline = time.monotonic() + self.timeout
-            pause = 0.001
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise Busy(
-                            f"the runtime state is busy: {path} stayed locked for {self.timeout:g} s",
-                            "busy",
-                            timeout=self.timeout,
-                        ) from None
-                    time.sleep(pause)
-                    pause = min(pause * 2, 0.02)
+            if not wait_for(fd, time.monotonic() + self.timeout):
+                raise Busy(
+                    f"the runtime state is busy: {path} stayed locked for {self.timeout:g} s",
+                    "busy",
+                    timeout=self.timeout,
+                )
             self._held += 1
             try:
                 yield

@@ -42,6 +42,7 @@ from ..core.model import (
 )
 from ..core.outcome import Note
 from .cache import CACHE_NAME, folder_key, record_moves, recorded_last, remember_last  # derived from the task files
+from .locks import wait_for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -702,20 +703,8 @@ class Store:
             return
         except BlockingIOError:
             pass
-        if not _wait_in_kernel(fd, mode, deadline):
-            self._poll_flock(fd, mode, deadline)
-
-    def _poll_flock(self, fd: int, mode: int, deadline: float) -> None:
-        pause = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, mode | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise self._busy() from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.02)
+        if not _wait_in_kernel(fd, mode, deadline) and not wait_for(fd, deadline, mode):
+            raise self._busy()
 
     def _open_lock(self, for_reading: bool) -> int | None:
         """The lock file, opened without following a link and without waiting on a FIFO,

@@ -200,30 +200,17 @@ def _sync_lock(repo: gitwire.Repo, store: Store, waiting: Any = None) -> Any:
     """One sync of a work tree at a time: a second one waits for the first (the kernel's
     lock, dropped when its holder dies), then runs on what the first left."""
     import contextlib
-    import fcntl
     import time
+
+    from ..disk.locks import wait_for
 
     @contextlib.contextmanager
     def held() -> Iterator[None]:
         fd = os.open(repo.git_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
-            told = waiting
             deadline = time.monotonic() + store.timeout + 2 * NETWORK_TIMEOUT  # the other may be on the network
-            pause = 0.001
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if told is not None:
-                        told()
-                        told = None
-                    if time.monotonic() >= deadline:
-                        raise Busy(
-                            "another sync of this clone is still running; sync again later", "sync-busy"
-                        ) from None
-                    time.sleep(pause)
-                    pause = min(pause * 2, 0.05)
+            if not wait_for(fd, deadline, longest=0.05, waiting=waiting):
+                raise Busy("another sync of this clone is still running; sync again later", "sync-busy")
             yield
         finally:
             os.close(fd)
