@@ -131,7 +131,8 @@ def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
     """The parts of a command line the fast path takes (command, operands, statuses,
     limit, owner), else None."""
     from .core.errors import UsageError
-    from .core.model import STATUSES, parse_limit
+    from .core.fields import STATUSES
+    from .core.model import parse_limit
 
     rest, command, operands = list(args), None, []
     found: dict = {"statuses": [], "limit": None, "owner": None}

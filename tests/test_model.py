@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from taskboard.core.fields import LoneSurrogate, parse_json
 from taskboard.core.model import _plainly_sound, decode, encode, new_record, problems_of
 
 JSONISH = st.recursive(
@@ -89,3 +91,23 @@ def test_encoding_is_stable_and_keeps_unknown_keys_last():
     assert list(json.loads(data))[-1] == "x-extra"
     assert json.loads(data)["blocks"] == [9, 12]
     assert data.endswith(b"}\n") and b'\n  "id": 7,' in data
+
+
+@pytest.mark.parametrize(
+    "text, means",
+    [
+        ('{"s": "\\ud83d\\ude00"}', {"s": "\U0001f600"}),  # a pair of escapes: one character
+        ('{"s": "\\\\ud800"}', {"s": "\\ud800"}),  # an escaped backslash: the text of an escape
+        ('{"s": "\\ud800"}', None),
+        ('{"s": "x\\uDFFF"}', None),
+        ('{"s": "\\ude00\\ud83d"}', None),  # a pair the wrong way round: two halves
+        ('{"\\udbff": 1}', None),  # in a key too
+        ('[["\\ud800"]]', None),
+    ],
+)
+def test_json_with_half_a_character_is_refused_and_a_whole_one_read(text, means):
+    if means is None:
+        with pytest.raises(LoneSurrogate):
+            parse_json(text.encode())
+    else:
+        assert parse_json(text.encode()) == means

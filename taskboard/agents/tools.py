@@ -16,17 +16,8 @@ import math
 import os
 
 from ..core.errors import Corrupt, GateFailed, NotFound, TaskError, UsageError
-from ..core.model import (
-    PRIORITIES,
-    REMOVE,
-    STATES_TO_FILTER,
-    STATUS_WORDS,
-    STATUSES,
-    Patch,
-    parse_fields,
-    parse_id,
-    pick,
-)
+from ..core.fields import PRIORITIES, STATUSES
+from ..core.model import REMOVE, STATES_TO_FILTER, STATUS_WORDS, Patch, parse_fields, parse_id, pick
 from ..views.messages import damage_error, error_document, error_text, outcome_events, permission_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway

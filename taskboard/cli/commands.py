@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..core.errors import UsageError
-from ..core.model import priority_of
+from ..core.fields import priority_of
 from ..views.messages import damage_error, error_text, mermaid_hint, problem_document
 from ..views.text import json_safe, shown, shown_record, shown_value
 from .invocation import Invocation, write

@@ -15,17 +15,14 @@ import click
 
 from .. import __version__
 from ..core.errors import UsageError
+from ..core.fields import MAX_META_DEPTH, NonFinite, json_depth, parse_json_value
 from ..core.model import (
     MAX_DESCRIPTION,
-    MAX_META_DEPTH,
     META_FIELDS,
     REMOVE,
-    NonFinite,
     Patch,
-    json_depth,
     parse_fields,
     parse_id,
-    parse_json_value,
     parse_limit,
     parse_priority,
     parse_status,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .model import OPEN, Record, parent_of, priority_of, waits, when_of
+from .fields import OPEN, Record, parent_of, priority_of, waits, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

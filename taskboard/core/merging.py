@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 
 from . import graph
-from .model import EDGE_KEYS, OPEN, Record, encode, family_form, parse_json, problems_of, unparsable
+from .fields import OPEN, Record, parse_json
+from .model import EDGE_KEYS, encode, family_form, problems_of, unparsable
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

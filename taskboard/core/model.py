@@ -9,32 +9,37 @@ No message here names a command-line flag: front ends word their own hints.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
 
 from .errors import Corrupt, Refused, UsageError
+from .fields import (
+    DEFAULT_PRIORITY,
+    MAX_ID,
+    MAX_META_DEPTH,
+    PRIORITIES,
+    STATUSES,
+    UTC_TIME,
+    LoneSurrogate,
+    Record,
+    json_depth,
+    labels_of,
+    parse_json,
+)
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-Record = dict  # a task record: the JSON object, keys in the contract's order
-
-STATUSES = ("pending", "in_progress", "completed", "deleted")
-OPEN = frozenset(("pending", "in_progress"))
 EDGE_KEYS = ("blockedBy", "blocks")
 MARKERS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]", "deleted": "[-]"}
 
-MAX_ID = 2**63 - 1
-STUCK_AFTER = 3  # failed attempts that make a task stuck (DESIGN §7)
 MAX_SUBJECT = 500
 MAX_OWNER = 200
 MAX_DESCRIPTION = 65536
 MAX_FILE_BYTES = 16 << 20  # a task file: what no hand-typed plan comes near, and a bound on every read
-MAX_META_DEPTH = 100  # a value's nesting, on input and on reading: well below the JSON parser's recursion limit
 
 
 class Unprintable:
@@ -62,7 +67,6 @@ class Unprintable:
 
 _FILE_NAME = re.compile(r"task_([1-9][0-9]*)\.json")
 _UID = re.compile(r"[0-9a-f]{12}")
-_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", re.ASCII)
 # C0 and C1 controls, DEL, and the Unicode line and paragraph separators: none in a one-line
 # text. A description may hold newlines, tabs (and carriage returns, of CRLF text), nothing else.
 _CONTROL = Unprintable("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -141,10 +145,6 @@ def max_id_of(names: list[str]) -> int:
     return 0
 
 
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def new_uid() -> str:
     return os.urandom(6).hex()
 
@@ -208,8 +208,6 @@ def parse_status(text: str, states: bool = False) -> str:
 
 # -- priority and labels (kept in metadata; DESIGN §7) -----------------------------------
 
-PRIORITIES = range(5)  # 0 most urgent … 4
-DEFAULT_PRIORITY = 2  # what an unset (or unusable) priority counts as
 MAX_LABEL = 100
 
 
@@ -269,20 +267,6 @@ def parse_limit(text: str) -> int:
     return check_limit(int(text))
 
 
-def priority_of(record: Record) -> int:
-    """The task's priority for ordering: metadata.priority when it is one (0 to 4), else 2
-    (unset, or a value written by hand that is none)."""
-    value = record.get("metadata", {}).get("priority") if type(record.get("metadata")) is dict else None
-    return value if type(value) is int and value in PRIORITIES else DEFAULT_PRIORITY
-
-
-def labels_of(record: Record) -> list[str]:
-    """The task's labels: metadata.labels, what of it is text."""
-    metadata = record.get("metadata")
-    value = metadata.get("labels") if type(metadata) is dict else None
-    return [label for label in value if isinstance(label, str)] if isinstance(value, list) else []
-
-
 # -- parents and time (kept in metadata; DESIGN §14) -------------------------------------
 
 
@@ -295,7 +279,7 @@ def check_parent(value: Any) -> int:
 
 def check_when(value: Any) -> str:
     """A moment as the record keeps it (`after`, `due`): a UTC time like 2026-11-29T18:03:11Z."""
-    if not isinstance(value, str) or not _TIME.fullmatch(value):
+    if not isinstance(value, str) or not UTC_TIME.fullmatch(value):
         raise UsageError(f"a time must be UTC like 2026-11-29T18:03:11Z, not {value!r}", "when")
     return value
 
@@ -331,30 +315,6 @@ def parse_when(text: str, at: float | None = None) -> str:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _meta_value(record: Record, key: str) -> Any:
-    metadata = record.get("metadata")
-    return metadata.get(key) if type(metadata) is dict else None
-
-
-def parent_of(record: Record) -> int | None:
-    """The task's parent (metadata.parent), when it names one."""
-    value = _meta_value(record, "parent")
-    return value if type(value) is int and 0 < value <= MAX_ID else None
-
-
-def when_of(record: Record, key: str) -> str | None:
-    """metadata.after or metadata.due, when it is a time in the record's form."""
-    value = _meta_value(record, key)
-    return value if type(value) is str and _TIME.fullmatch(value) else None
-
-
-def waits(record: Record, at: str | None = None) -> bool:
-    """Whether the task is kept out of ready until its `after` time (decided now: the
-    record's form compares as text)."""
-    value = _meta_value(record, "after")
-    return type(value) is str and value > (at or now()) and _TIME.fullmatch(value) is not None
 
 
 def _utf8(text: str, what: str) -> str:
@@ -394,12 +354,6 @@ def check_accept(value: Any) -> str:
         raise UsageError(exc.message.replace("the description", "the acceptance text"), "accept") from None
 
 
-def parse_json_value(text: str) -> Any:
-    """JSON text as a value, strictly: no NaN or Infinity (nor 1e999, which parses as
-    inf). Raises NonFinite for those, ValueError when it is not JSON, RecursionError."""
-    return _STRICT_JSON.decode(text)
-
-
 def check_metadata(metadata: dict) -> dict:
     """Metadata a caller gives: string keys one can print, values JSON can hold, finite,
     in UTF-8, at most MAX_META_DEPTH deep; the keys META_FIELDS declare pass their own
@@ -424,58 +378,6 @@ def check_metadata(metadata: dict) -> dict:
         if key in _IN_METADATA:
             metadata[key] = FIELD[key].check(value)  # type: ignore[misc]  # META_FIELDS have a check
     return metadata
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise NonFinite(text)
-    return value
-
-
-def json_depth(value: Any) -> int:
-    """How deeply arrays and objects nest in a JSON value (iterative: no recursion limit)."""
-    deepest, pending = 0, [(value, 1)]
-    while pending:
-        item, level = pending.pop()
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            pending.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
-def parse_json(data: bytes) -> Any:
-    """A task file's JSON, strictly: UTF-8, no NaN or Infinity (nor 1e999), which JSON
-    does not have, and no lone surrogate escape (`"\\ud800"`, half a character, which
-    no UTF-8 output can carry); every failure is a ValueError (or RecursionError)."""
-    text = data.decode("utf-8")
-    if text.startswith("\ufeff"):  # as json.loads says it
-        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-    value = _STRICT_JSON.decode(text)
-    if _SURROGATE_ESCAPE.search(text) and _SURROGATE.search(json.dumps(value, ensure_ascii=False)):
-        raise LoneSurrogate("holds a lone surrogate escape such as \\ud800 (half a character), which is not text")
-    return value
-
-
-# A surrogate can only come from a \\uXXXX escape: UTF-8 decoding refuses encoded ones.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = Unprintable("[\ud800-\udfff]")
-
-
-class LoneSurrogate(ValueError):
-    """JSON text whose string escapes name half a character: valid JSON, but no text."""
-
-
-class NonFinite(ValueError):
-    """A number JSON cannot hold: NaN, Infinity, or one too big for a float."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise NonFinite(name)
-
-
-# One decoder for every file: json.loads with hooks builds a new one per call (a third of `list`'s parsing).
-_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
 
 
 REMOVE = object()  # a metadata value that removes its key
@@ -537,7 +439,9 @@ def _uid_flaw(value: str) -> tuple[str, str] | None:
 
 def _time_flaw(key: str) -> Callable[[str], tuple[str, str] | None]:
     def flaw(value: str) -> tuple[str, str] | None:
-        return None if _TIME.fullmatch(value) else ("type", f"{key!r} should be a UTC time like 2026-11-29T18:03:11Z")
+        return (
+            None if UTC_TIME.fullmatch(value) else ("type", f"{key!r} should be a UTC time like 2026-11-29T18:03:11Z")
+        )
 
     return flaw
 

@@ -6,14 +6,14 @@ tasks are in each state. One rule for every view, the board's tally and the brie
 from __future__ import annotations
 
 from . import graph
-from .model import STUCK_AFTER
+from .fields import STUCK_AFTER
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
     from typing import Any
 
-    from .model import Record
+    from .fields import Record
 
 # The state a person cares about: a pending task is either ready or blocked.
 STATES = ("blocked", "ready", "in_progress", "completed", "deleted")

@@ -15,7 +15,7 @@ import zlib
 from array import array
 from contextlib import suppress
 
-from ..core.model import OPEN
+from ..core.fields import OPEN
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

@@ -41,14 +41,15 @@ from array import array
 from bisect import bisect_left
 
 from ..core.errors import Corrupt, NotFound
-from ..core.model import OPEN, id_from_file_name, ids_from_file_names
+from ..core.fields import OPEN
+from ..core.model import id_from_file_name, ids_from_file_names
 from .cache import HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from .store import Store
 
 SAVE_PER = 1000  # entries: a save of the index costs about what reading one file per SAVE_PER entries again does

@@ -264,7 +264,7 @@ def parse_line(line: bytes) -> dict[str, Any] | str:
 def _decode(line: bytes) -> tuple[Any, str]:
     """A line's JSON, as strict as a task file's (no NaN, no half a character, at most
     the nesting a value may have), or why not."""
-    from ..core.model import MAX_META_DEPTH, LoneSurrogate, json_depth, parse_json
+    from ..core.fields import MAX_META_DEPTH, LoneSurrogate, json_depth, parse_json
 
     too_deep = f"nested too deeply (a value may nest at most {MAX_META_DEPTH} levels)"
     try:

@@ -28,7 +28,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Corrupt
-from ..core.model import STUCK_AFTER
+from ..core.fields import STUCK_AFTER
 from .locks import wait_for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway

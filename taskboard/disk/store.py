@@ -27,10 +27,10 @@ import time
 from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Changed, Corrupt, NotFound, Taken, UsageError
+from ..core.fields import Record
 from ..core.model import (
     ARCHIVE_FOLDER,
     MAX_FILE_BYTES,
-    Record,
     archive_file_name,
     board_file_id,
     decode,

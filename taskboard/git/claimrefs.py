@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..core.outcome import Problem
     from ..disk.store import Store
     from ..ops.change import Change, Desk

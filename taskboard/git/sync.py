@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..disk.store import Store
     from ..ops.board import Board
 

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from ..core import merging
 from ..core.errors import Corrupt, NotFound
-from ..core.model import ARCHIVE_FOLDER, OPEN, archive_file_name, decode, encode, file_name, id_from_file_name
+from ..core.fields import OPEN
+from ..core.model import ARCHIVE_FOLDER, archive_file_name, decode, encode, file_name, id_from_file_name
 from .driver import CACHE, MARKER, read_small
 from .driver import read_marker as driver_read_marker
 from .run import GitError, checked, git
@@ -36,7 +37,7 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..core.outcome import Problem
     from ..disk.store import Store
 

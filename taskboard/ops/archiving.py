@@ -21,14 +21,15 @@ import calendar
 import time
 
 from ..core.errors import Corrupt, Refused, UsageError
-from ..core.model import OPEN, archive_file_name, encode, file_name
+from ..core.fields import OPEN
+from ..core.model import archive_file_name, encode, file_name
 from ..core.outcome import Event, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
 
     Board = Any  # taskboard.ops.board.Board, which calls in here (no import back: no circle)
 

@@ -14,13 +14,12 @@ import re
 
 from ..core import graph
 from ..core.errors import Changed, Corrupt, NotFound, Refused, Taken, UsageError
+from ..core.fields import OPEN, Record, now, parent_of
 from ..core.model import (
     FIELD,
     META_FIELDS,
-    OPEN,
     REMOVE,
     Patch,
-    Record,
     check_description,
     check_file_size,
     check_metadata,
@@ -30,8 +29,6 @@ from ..core.model import (
     file_name,
     ids_text,
     new_record,
-    now,
-    parent_of,
     refuse_past_ceiling,
 )
 from ..core.outcome import Event, Note, Outcome

@@ -8,7 +8,7 @@ the loop; nothing here names a command or a flag.
 
 from __future__ import annotations
 
-from ..core.model import OPEN, Record, labels_of, priority_of
+from ..core.fields import OPEN, Record, labels_of, priority_of
 from ..core.states import counts, held_back
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway

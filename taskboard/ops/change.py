@@ -12,18 +12,8 @@ import json
 
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.model import (
-    OPEN,
-    Record,
-    archive_file_name,
-    check_file_size,
-    check_owner,
-    encode,
-    file_name,
-    fill_defaults,
-    now,
-    parent_of,
-)
+from ..core.fields import OPEN, Record, now, parent_of
+from ..core.model import archive_file_name, check_file_size, check_owner, encode, file_name, fill_defaults
 from ..core.outcome import Event
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway

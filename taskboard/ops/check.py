@@ -9,17 +9,15 @@ import re
 
 from ..core import graph
 from ..core.errors import Corrupt
+from ..core.fields import MAX_ID, OPEN, parse_json
 from ..core.model import (
     ARCHIVE_FOLDER,
     EXTENSION_KEYS,
-    MAX_ID,
-    OPEN,
     archive_file_name,
     board_file_id,
     encode,
     family_form,
     file_name,
-    parse_json,
     problems_of,
     text_problems,
     unparsable,

@@ -20,16 +20,17 @@ import time
 
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.model import OPEN, check_owner, ids_text, new_uid, waits, when_of
+from ..core.fields import OPEN, STUCK_AFTER, waits, when_of
+from ..core.model import check_owner, ids_text, new_uid
 from ..core.outcome import Event, Note, Outcome
-from ..disk.state import MAX_NOTE, STUCK_AFTER, Entry, State, duration_text, format_duration, is_uid, iso
+from ..disk.state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..disk.store import Store
     from ..disk.watch import Stop
     from .change import Change, Desk

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..core.outcome import Note, Outcome
     from ..disk.store import Store
     from .change import Change  # the change about to be written (Board.change)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 
 from ..core.errors import Corrupt, NotFound
-from ..core.model import OPEN, waits, when_of
+from ..core.fields import OPEN, waits, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..disk.store import Store
     from .change import Desk
 

@@ -24,7 +24,8 @@ import json
 import os
 
 from ..core.errors import GateFailed, Refused, UsageError
-from ..core.model import OPEN, check_gate
+from ..core.fields import OPEN
+from ..core.model import check_gate
 from ..core.outcome import Data, Event, Outcome
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..disk.store import Store
     from .change import Change, Desk
 

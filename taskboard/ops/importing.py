@@ -14,16 +14,14 @@ import json
 
 from ..core import graph
 from ..core.errors import Refused, UsageError
+from ..core.fields import MAX_ID, now, parse_json_value
 from ..core.model import (
     FIELD,
-    MAX_ID,
     check_description,
     check_metadata,
     check_owner,
     check_subject,
     new_record,
-    now,
-    parse_json_value,
     parse_when,
     refuse_past_ceiling,
 )
@@ -34,7 +32,7 @@ TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..disk.store import Store
     from .change import Desk
 

@@ -9,14 +9,15 @@ import json
 
 from ..core import graph
 from ..core.errors import UsageError
-from ..core.model import FIELD, OPEN, check_label, check_limit, labels_of, parent_of, parse_status, priority_of, when_of
+from ..core.fields import OPEN, labels_of, parent_of, priority_of, when_of
+from ..core.model import FIELD, check_label, check_limit, parse_status
 from ..disk.index import snapshot
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..core.outcome import Note
     from ..disk.index import Snapshot
     from ..disk.store import Store

@@ -11,8 +11,9 @@ import re
 import time
 from collections.abc import Mapping
 
-from ..core.model import MARKERS, Record
-from ..core.states import STUCK_AFTER, held_back, state
+from ..core.fields import STUCK_AFTER, Record
+from ..core.model import MARKERS
+from ..core.states import held_back, state
 from .viewmodel import STATE_LABELS, Notes, epoch, span, task_line, times, when_text
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway

@@ -13,7 +13,8 @@ import time
 from collections.abc import Collection, Iterable, Mapping
 
 from ..core import graph
-from ..core.model import MARKERS, OPEN, STATUSES, Record, labels_of, parent_of, priority_of, when_of
+from ..core.fields import OPEN, STATUSES, Record, labels_of, parent_of, priority_of, when_of
+from ..core.model import MARKERS
 from ..core.states import STATES, counts, is_stuck, state
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway

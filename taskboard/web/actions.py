@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
     from typing import Any
 
-    from ..core.model import Record
+    from ..core.fields import Record
     from ..core.outcome import Outcome
     from ..ops.board import Board
     from .versions import Shown

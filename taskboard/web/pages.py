@@ -15,7 +15,8 @@ from collections.abc import Mapping
 
 from ..core import graph
 from ..core.errors import UsageError
-from ..core.model import KEY_ORDER, MARKERS, Record, labels_of, parse_priority, parse_status
+from ..core.fields import Record, labels_of
+from ..core.model import KEY_ORDER, MARKERS, parse_priority, parse_status
 from ..core.states import held_back
 from ..views import viewmodel as views
 from ..views.messages import entry_words

@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from ..core.model import Record
+    from ..core.fields import Record
 
 
 def version_of(record: Record, text: str | None = None) -> str:

@@ -15,8 +15,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ...core.fields import DEFAULT_PRIORITY, Record
 from ...core.graph import open_blockers
-from ...core.model import DEFAULT_PRIORITY, MARKERS, Record
+from ...core.model import MARKERS
 from ...core.model import ids_text as _ids
 from ...core.states import state
 from .. import viewmodel as views

@@ -13,8 +13,9 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 
+from ...core.fields import Record
 from ...core.graph import edges as graph_edges
-from ...core.model import MARKERS, Record
+from ...core.model import MARKERS
 from ...core.states import held_back
 from .. import viewmodel as views
 from ..text import terminal_width

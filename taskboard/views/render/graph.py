@@ -10,7 +10,7 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.text import Text
 from rich.tree import Tree
 
-from ...core.model import Record
+from ...core.fields import Record
 from ...core.model import ids_text as _ids
 from ...core.states import held_back, state
 from .. import viewmodel as views

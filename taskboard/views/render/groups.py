@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ...core.model import Record
+from ...core.fields import Record
 from ...core.states import state
 from .common import OWNER_STYLE, STATE_STYLES, SUBJECT_STYLES, TROUBLE, Context, Facts, mark, show
 

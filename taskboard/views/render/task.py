@@ -13,7 +13,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ...core.model import Record
+from ...core.fields import Record
 from ...core.states import held_back, state
 from ..plain import EVENTS_SHOWN, OWN_ROWS, trouble_words
 from ..plain import task_text as plain_text_of_task

@@ -8,8 +8,8 @@ from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from ...core.fields import DEFAULT_PRIORITY, Record
 from ...core.graph import open_blockers
-from ...core.model import DEFAULT_PRIORITY, Record
 from ...core.model import ids_text as _ids
 from ...core.states import state
 from .. import viewmodel as views
