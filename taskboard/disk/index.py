@@ -48,9 +48,23 @@ from .cache import HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, fo
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Protocol
 
     from ..core.fields import Record
-    from .store import Store
+
+    class Files(Protocol):
+        """What a snapshot needs of the store that reads it (taskboard.disk.store.Store is
+        one; the index sits below it and names it not): the board folder, its task ids
+        (the store's usage error for a board path that is a file), one task read by the
+        store's rules for damaged files, and where to leave how many files it listed."""
+
+        path: str
+        listed: int
+
+        def task_ids(self) -> list[int]: ...
+
+        def read(self, task_id: int) -> Record: ...
+
 
 SAVE_PER = 1000  # entries: a save of the index costs about what reading one file per SAVE_PER entries again does
 RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
@@ -142,7 +156,7 @@ _CLOSED = None
 # -- checking the cache against the files -------------------------------------------------
 
 
-def snapshot(store: Store, history: bool = False) -> Snapshot:
+def snapshot(store: Files, history: bool = False) -> Snapshot:
     """The board now, taken from the cache where the files show it still holds. The
     caller holds the board lock (shared or exclusive): no change through `tasks` is
     half done meanwhile. Saves what it had to read, when that can be trusted later."""
@@ -155,7 +169,7 @@ def snapshot(store: Store, history: bool = False) -> Snapshot:
             gc.enable()
 
 
-def _snapshot(store: Store, history: bool) -> Snapshot:
+def _snapshot(store: Files, history: bool) -> Snapshot:
     began = time.time_ns()
     shot = Snapshot()
     try:
@@ -182,7 +196,7 @@ def _snapshot(store: Store, history: bool) -> Snapshot:
     return shot
 
 
-def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
+def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
     """Fill `shot` from the old index and the files; True when the index should be saved.
     `trusted`: a ctime before this is old enough that a later change gets another."""
     old = old or _EMPTY
@@ -236,7 +250,7 @@ def _check(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted:
     return _differs(shot, old)
 
 
-def _followed(store: Store, old: dict, now: tuple) -> tuple[dict, int] | None:
+def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
     """The old index carried along the changes writers recorded since its folder key
     (taskboard.disk.cache.moved_names), with the number of changes followed: a name a
     writer put in place is a file the index has (replaced) or a new one above its highest
@@ -409,7 +423,7 @@ def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None, 
     return sum(better) * SAVE_PER >= len(shot.ids)  # each read again by every command while the old index stays
 
 
-def _reread(store: Store, folder: int, shot: Snapshot, positions: list[int], trusted: int) -> None:
+def _reread(store: Files, folder: int, shot: Snapshot, positions: list[int], trusted: int) -> None:
     """Read these files again through the store (its rules for damaged files apply);
     keep each entry only when the file is old enough to trust. The key (ctime and inode)
     came from the lstat loop before the read: a change during the read can leave the key
@@ -460,7 +474,7 @@ def _index_payload(shot: Snapshot) -> bytes:
 # -- history: the closed records in full -------------------------------------------------------
 
 
-def load_history(store: Store, shot: Snapshot) -> None:
+def load_history(store: Files, shot: Snapshot) -> None:
     """Fill `shot.closed_text` for every closed task (after `snapshot`)."""
     began = time.time_ns()
     cache = Cache(store.path)
@@ -473,7 +487,7 @@ def load_history(store: Store, shot: Snapshot) -> None:
         cache.save(HISTORY_NAME, _history_payload(shot))
 
 
-def _load_history(store: Store, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
+def _load_history(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
     """Closed records from the history file where an entry's key is the file's key now,
     else from the file; True when the history file should be saved."""
     texts: dict[int, str] = {}
