@@ -420,6 +420,39 @@ def test_a_file_copied_in_while_a_writer_moves_its_files_is_seen(board_dir, witn
         assert 30 in {found["id"] for found in json.loads(call(["--dir", str(board_dir), "list", "--json"])["stdout"])}
 
 
+def test_writers_recording_their_moves_while_another_program_copies_files_in(board_dir, witnessed):
+    """Three real writer processes that record their moves, each changing tasks in a loop,
+    while this process copies files in without the lock, reads, and changes the file it
+    copied through `tasks` (a move it records), over and over: every read shows every file
+    copied in before it began, though the index it starts from is named by the record of
+    a change made before the copy; once all are done every read command answers what the
+    files say."""
+    write_board(board_dir, [record(i) for i in range(1, 21)])
+    assert call(["--dir", str(board_dir), "update", "1", "--subject", "first"])["exit"] == 0  # the journal's folder
+    loop = (
+        "import sys, taskboard.disk.store as s; s.WITNESS_FROM = 0\n"
+        "from taskboard.__main__ import main\n"
+        "seed = int(sys.argv[1])\n"
+        "for i in range(25):\n"
+        "    assert main(['update', str(1 + (i * 7 + seed) % 20), '--subject', f'w{seed}-{i}']) == 0\n"
+    )
+    env = {**os.environ, "TASKS_DIR": str(board_dir)}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", loop, str(seed)], env=env, stdout=subprocess.DEVNULL)
+        for seed in range(3)
+    ]
+    copied: set[int] = set()
+    for task_id in range(100, 140):
+        (board_dir / f"task_{task_id}.json").write_text(json.dumps(record(task_id), indent=2) + "\n")
+        copied.add(task_id)
+        shown = call(["--dir", str(board_dir), "list", "--json"])
+        assert shown["exit"] == 0, shown
+        assert copied <= {found["id"] for found in json.loads(shown["stdout"])}
+        assert call(["--dir", str(board_dir), "update", str(task_id), "--subject", "seen"])["exit"] == 0
+    assert [writer.wait() for writer in writers] == [0, 0, 0]
+    assert_reads_agree(board_dir)
+
+
 @given(
     size=st.integers(0, 1500),
     edits=st.lists(st.tuples(st.integers(0, 1499), st.booleans()), max_size=8),
