@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .cli.invocation import Invocation
+    from .cli.parser import Commands
     from .ops.board import Board
 
 
@@ -87,7 +88,65 @@ def _finish_merge(inv: Invocation, board: Board) -> None:
 def _run_click(args: list[str], inv: Invocation) -> int:
     from .cli.parser import run
 
-    return run(args, inv)
+    return run(args, inv, Door())
+
+
+class Door:
+    """What the door hands the click tree (cli.parser's Handlers), the one place that
+    knows every front end: the board's commands are cli.commands; `schema`, `call`,
+    `setup`, `mcp` and `serve` start a front end with what it needs of the others (the
+    tool table of agents.tools). Each imports what it runs when it is called: a command
+    loads its own front end and no other."""
+
+    @property
+    def commands(self) -> Commands:
+        from .cli import commands
+
+        return commands
+
+    def schema(self, inv: Invocation, fmt: str) -> int:
+        from .agents import tools
+        from .cli import harness
+
+        return harness.schema(inv, tools, fmt)
+
+    def call(self, inv: Invocation) -> int:
+        from .agents import tools
+        from .cli import harness
+
+        return harness.call(inv, tools)
+
+    def setup(self, inv: Invocation, harness: str) -> int:
+        from .cli.harness import setup
+
+        return setup(inv, harness)
+
+    def mcp(self, inv: Invocation) -> int:
+        """`tasks mcp`: the MCP server over stdio, serving the tool table."""
+        from .agents import mcp, tools
+
+        return mcp.serve(tools, inv.board_dir, tools.caller_from_env(inv.caller_flag), _lock_timeout(inv))
+
+    def serve(self, inv: Invocation, port: int, host: str, token: str | None, open_browser: bool) -> int:
+        """`tasks serve`: the web server, with the tool table at /mcp."""
+        from .agents import tools
+        from .cli.invocation import write
+        from .disk.store import board_path
+        from .web import server
+
+        token = token if token is not None else os.environ.get("TASKS_SERVE_TOKEN") or None
+        board = os.path.abspath(board_path(inv.board_dir))
+        caller = tools.caller_from_env(inv.caller_flag)
+        say = lambda line: write(sys.stderr, line + "\n")  # noqa: E731
+        return server.serve(tools, board, caller, _lock_timeout(inv), host, port, token, open_browser, say)
+
+
+def _lock_timeout(inv: Invocation) -> float:
+    """--timeout, else TASKS_LOCK_TIMEOUT, else the store's default."""
+    from .cli.invocation import env_timeout
+    from .disk.store import DEFAULT_TIMEOUT
+
+    return inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
 
 
 def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
@@ -119,7 +178,7 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
         "get": lambda: commands.get(inv, task_id),  # type: ignore[arg-type]  # get always has its ID
         "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
         "claim": lambda: commands.claim(inv, task_id, parsed["owner"]),  # the agent loop's call
-        "call": _harness_call(inv),  # the subprocess tool loop's one command (taskboard.harness)
+        "call": lambda: Door().call(inv),  # the subprocess tool loop's one command (cli.harness)
     }
     return runs[command]
 
@@ -166,16 +225,6 @@ def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
     if command is None or len(operands) not in _OPERANDS.get(command, (0,)):
         return None
     return {"command": command, "operands": operands, **found}
-
-
-def _harness_call(inv: Invocation) -> Callable[[], int]:
-    def call() -> int:
-        from .agents import tools
-        from .cli import harness
-
-        return harness.call(inv, tools)
-
-    return call
 
 
 def _silence_stdout() -> None:

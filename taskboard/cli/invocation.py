@@ -45,6 +45,7 @@ class Invocation:
         self.command = ""  # the command's name, once known
         self.checkout_board: str | None = None  # the checkout's own board, when the main worktree's is used
         self.on_board: Callable[[Invocation, Board], None] | None = None  # run once the board is found (the door)
+        self.handlers: Any = None  # what the click tree hands its work to (cli.parser.Handlers: the door's)
 
     @property
     def board(self) -> Board:

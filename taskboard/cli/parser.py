@@ -1,6 +1,7 @@
-"""The `tasks` command line: click parses it into calls of taskboard.commands. No
-business rules and no printing of results here; what is parsed here is the command
-line's own syntax (KEY=VALUE, SECONDS, `-d -`).
+"""The `tasks` command line: click parses it into calls of the handlers the door hands
+it (taskboard.__main__: the board's commands are cli.commands; `Handlers` below is what
+the tree asks of them). No business rules and no printing of results here; what is
+parsed here is the command line's own syntax (KEY=VALUE, SECONDS, `-d -`).
 
 Data goes to stdout, messages to stderr; with --json stdout is one JSON document
 and stderr is JSON Lines whose last line is the error, if any.
@@ -27,12 +28,94 @@ from ..core.model import (
     parse_priority,
     parse_status,
 )
-from . import commands
 from .invocation import Invocation, check_timeout, fail, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Iterable
+    from typing import Any, Protocol
+
+    from ..ops.query import Query
+
+    class Commands(Protocol):
+        """The bodies of the board's commands (cli.commands), as the tree calls them."""
+
+        def init(self, inv: Invocation, remote: str | None = None) -> int: ...
+        def create(self, inv: Invocation, subject: str, *given: Any, **fields: Any) -> int: ...
+        def get(self, inv: Invocation, task_id: int, fields: tuple[str, ...] | None = None) -> int: ...
+        def update(
+            self,
+            inv: Invocation,
+            task_id: int,
+            patch: Patch,
+            force: bool = False,
+            retry: bool = False,
+            gate_timeout: float | None = None,
+        ) -> int: ...
+        def delete(self, inv: Invocation, task_id: int, force: bool = False) -> int: ...
+        def done(
+            self, inv: Invocation, task_id: int, note: str = "", force: bool = False, gate_timeout: float | None = None
+        ) -> int: ...
+        def reopen(self, inv: Invocation, task_id: int, cascade: bool = False, note: str = "") -> int: ...
+        def archive(self, inv: Invocation, days: int = 30, dry_run: bool = False) -> int: ...
+        def restore(self, inv: Invocation, task_id: int) -> int: ...
+        def release(
+            self, inv: Invocation, task_id: int, note: str = "", failed: bool = False, force: bool = False
+        ) -> int: ...
+        def claim(
+            self,
+            inv: Invocation,
+            task_id: int | None,
+            owner: str | None,
+            lease: float | None = None,
+            wait: bool = False,
+            seconds: float | None = None,
+            offline: bool = False,
+            fields: tuple[str, ...] | None = None,
+        ) -> int: ...
+        def renew(self, inv: Invocation, task_id: int, lease: float | None = None) -> int: ...
+        def import_plan(self, inv: Invocation, data: bytes) -> int: ...
+        def import_claude(self, inv: Invocation, folder: str) -> int: ...
+        def export_claude(self, inv: Invocation, folder: str) -> int: ...
+        def prime(self, inv: Invocation, limit: int | None = None, full: bool = False) -> int: ...
+        def hook(self, inv: Invocation, action: str, event: str | None = None, command: str | None = None) -> int: ...
+        def stats(self, inv: Invocation, since: str | None = None) -> int: ...
+        def explain(self, inv: Invocation, task_id: int) -> int: ...
+        def list_tasks(self, inv: Invocation, query: Query, fields: tuple[str, ...] | None = None) -> int: ...
+        def board(
+            self,
+            inv: Invocation,
+            svg: str | None = None,
+            watch: bool = False,
+            owner: str | None = None,
+            labels: Iterable[str] = (),
+            every: bool = False,
+            by_parent: bool = False,
+        ) -> int: ...
+        def graph(
+            self,
+            inv: Invocation,
+            task_id: int | None = None,
+            fmt: str = "text",
+            include_deleted: bool = False,
+            svg: str | None = None,
+        ) -> int: ...
+        def check(self, inv: Invocation, fix: bool = False) -> int: ...
+        def note(self, inv: Invocation, task_id: int, text: str) -> int: ...
+        def log(self, inv: Invocation, task_id: int | None = None, limit: int | None = None) -> int: ...
+        def sync(self, inv: Invocation, remote: str | None) -> int: ...
+
+    class Handlers(Protocol):
+        """What the tree hands its work to: the board's commands, and the commands that
+        start another front end (the agents' harnesses, the MCP server, the web server)."""
+
+        @property
+        def commands(self) -> Commands: ...
+        def schema(self, inv: Invocation, fmt: str) -> int: ...
+        def call(self, inv: Invocation) -> int: ...
+        def setup(self, inv: Invocation, harness: str) -> int: ...
+        def mcp(self, inv: Invocation) -> int: ...
+        def serve(self, inv: Invocation, port: int, host: str, token: str | None, open_browser: bool) -> int: ...
 
 # -- parameter types ----------------------------------------------------------------
 
@@ -205,6 +288,16 @@ json_option = click.option(
 pass_inv = click.make_pass_decorator(Invocation)
 
 
+def handlers() -> Handlers:
+    """What this run's commands hand their work to: `run` puts it in click's context object."""
+    return click.get_current_context().ensure_object(Invocation).handlers
+
+
+def commands() -> Commands:
+    """The bodies of the board's commands."""
+    return handlers().commands
+
+
 def _set_global(attribute: str):
     """A callback that keeps a global option given after the command (agents put them there)."""
 
@@ -338,7 +431,7 @@ def init(inv: Invocation, remote):
     \b
       tasks init --remote origin   # claims win refs/tasks/claims/<uid> on origin first
     """
-    return commands.init(inv, remote)
+    return commands().init(inv, remote)
 
 
 @cli.command()
@@ -372,7 +465,7 @@ def create(
     fields["gate"] = gate or None
     declared = declared_values({key: when.pop(key) for key in list(when) if key.startswith("declared_")})
     fields.update({name: None if value is REMOVE else value for name, value in (when | declared).items()})
-    return commands.create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta), **fields)
+    return commands().create(inv, subject, _description(description), blocked_by, blocks, owner, _meta(meta), **fields)
 
 
 @cli.command()
@@ -386,7 +479,7 @@ def get(inv: Invocation, task_id, fields):
     \b
       tasks get 7 --json --fields id,status,blockedBy
     """
-    return commands.get(inv, task_id, fields)
+    return commands().get(inv, task_id, fields)
 
 
 @cli.command()
@@ -479,7 +572,7 @@ def update(
         due=None if due is REMOVE else due,
         **{name: value for name, value in declared.items() if value is not REMOVE},
     )
-    return commands.update(inv, task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout)
+    return commands().update(inv, task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout)
 
 
 @cli.command()
@@ -489,7 +582,7 @@ def update(
 @pass_inv
 def delete(inv: Invocation, task_id, force):
     """Delete a task (logically: the file stays, its edges go)."""
-    return commands.delete(inv, task_id, force=force)
+    return commands().delete(inv, task_id, force=force)
 
 
 @cli.command()
@@ -523,7 +616,7 @@ def claim(inv: Invocation, task_id, owner, lease, wait, offline, fields):
       tasks claim 7 --wait 60                  # wait at most a minute for #7
     """
     seconds = None if not wait else _seconds(wait)
-    return commands.claim(inv, task_id, owner, lease, wait is not None, seconds, offline, fields)
+    return commands().claim(inv, task_id, owner, lease, wait is not None, seconds, offline, fields)
 
 
 @cli.command()
@@ -537,7 +630,7 @@ def renew(inv: Invocation, task_id, lease):
     Changes no committed file. Refused (exit 4) when someone took the task
     over after your lease ran out.
     """
-    return commands.renew(inv, task_id, lease)
+    return commands().renew(inv, task_id, lease)
 
 
 def _filter_options(command):
@@ -606,7 +699,7 @@ def list_(
 
     filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit, "parent": parent}
     query = Query(statuses, owner, ready, blocked, include_deleted, overdue=overdue, **filters)
-    return commands.list_tasks(inv, query, fields)
+    return commands().list_tasks(inv, query, fields)
 
 
 @cli.command()
@@ -622,11 +715,11 @@ def ready(inv: Invocation, owner, labels, priority, grep, limit, parent, overdue
       tasks ready --explain 7   # blocked by #3 Write parser (in progress, alice); after ...
     """
     if explain_id is not None:
-        return commands.explain(inv, explain_id)
+        return commands().explain(inv, explain_id)
     from ..ops.query import Query
 
     filters = {"labels": labels, "priority": priority, "grep": grep, "limit": limit, "parent": parent}
-    return commands.list_tasks(inv, Query(owner=owner, ready=True, overdue=overdue, **filters), fields)
+    return commands().list_tasks(inv, Query(owner=owner, ready=True, overdue=overdue, **filters), fields)
 
 
 @cli.command()
@@ -642,7 +735,7 @@ def done(inv: Invocation, task_id, note, gate_timeout, force):
     \b
       tasks done 4 --note "merged in #123"
     """
-    return commands.done(inv, task_id, note, force=force, gate_timeout=gate_timeout)
+    return commands().done(inv, task_id, note, force=force, gate_timeout=gate_timeout)
 
 
 @cli.command()
@@ -657,7 +750,7 @@ def reopen(inv: Invocation, task_id, cascade, note):
     \b
       tasks reopen 4 --cascade --note "the parser was wrong after all"
     """
-    return commands.reopen(inv, task_id, cascade, note)
+    return commands().reopen(inv, task_id, cascade, note)
 
 
 @cli.command()
@@ -679,7 +772,7 @@ def archive(inv: Invocation, days, dry_run):
       tasks archive --dry-run
       tasks archive --older-than 90
     """
-    return commands.archive(inv, days, dry_run)
+    return commands().archive(inv, days, dry_run)
 
 
 @cli.command()
@@ -693,7 +786,7 @@ def restore(inv: Invocation, task_id):
     \b
       tasks restore 12
     """
-    return commands.restore(inv, task_id)
+    return commands().restore(inv, task_id)
 
 
 @cli.command()
@@ -709,7 +802,7 @@ def release(inv: Invocation, task_id, note, failed, force):
     \b
       tasks release 4 --failed --note "tests hang on CI"
     """
-    return commands.release(inv, task_id, note, failed=failed, force=force)
+    return commands().release(inv, task_id, note, failed=failed, force=force)
 
 
 @cli.command()
@@ -725,7 +818,7 @@ def prime(inv: Invocation, limit, full):
     \b
       tasks --as agent-7 prime
     """
-    return commands.prime(inv, limit, full)
+    return commands().prime(inv, limit, full)
 
 
 def _plan_bytes(source: str) -> bytes:
@@ -772,8 +865,8 @@ def import_(inv: Invocation, source, kind):
       tasks import --from claude ~/.claude/tasks/my-list
     """
     if kind == "claude":
-        return commands.import_claude(inv, source)
-    return commands.import_plan(inv, _plan_bytes(source))
+        return commands().import_claude(inv, source)
+    return commands().import_plan(inv, _plan_bytes(source))
 
 
 @cli.command()
@@ -793,7 +886,7 @@ def export(inv: Invocation, folder, fmt):
     \b
       tasks export --format claude ~/.claude/tasks/my-list
     """
-    return commands.export_claude(inv, folder)
+    return commands().export_claude(inv, folder)
 
 
 @cli.command()
@@ -812,7 +905,7 @@ def board(inv: Invocation, owner, labels, every, svg, watch, by_parent):
     recently finished few; --all shows every card. --by-parent lists each parent
     with its children (`3/5 done`), then the tasks no plan holds.
     """
-    return commands.board(inv, svg, watch, owner, labels, every, by_parent)
+    return commands().board(inv, svg, watch, owner, labels, every, by_parent)
 
 
 @cli.command()
@@ -836,7 +929,7 @@ def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
       tasks graph --format mermaid >> PLAN.md
       tasks graph 7            # what #7 waits on and what waits on it
     """
-    return commands.graph(inv, task_id, fmt, include_deleted, svg)
+    return commands().graph(inv, task_id, fmt, include_deleted, svg)
 
 
 @cli.command()
@@ -845,7 +938,7 @@ def graph(inv: Invocation, task_id, fmt, include_deleted, svg):
 @pass_inv
 def check(inv: Invocation, fix):
     """Validate every file and invariant; exit 0 when sound, 6 otherwise."""
-    return commands.check(inv, fix)
+    return commands().check(inv, fix)
 
 
 @cli.command()
@@ -864,7 +957,7 @@ def sync(inv: Invocation, remote):
     \b
       tasks sync --json   # {"new": [...], "completed": [...], "unblocked": [...], ...}
     """
-    return commands.sync(inv, remote)
+    return commands().sync(inv, remote)
 
 
 @cli.command()
@@ -878,7 +971,7 @@ def note(inv: Invocation, task_id, text):
     \b
       tasks note 4 "parser passes the fuzz corpus"
     """
-    return commands.note(inv, task_id, _text(text, "the note"))
+    return commands().note(inv, task_id, _text(text, "the note"))
 
 
 @cli.command()
@@ -893,7 +986,7 @@ def log(inv: Invocation, task_id, limit):
       tasks log --limit 20
       tasks log 4 --json
     """
-    return commands.log(inv, task_id, limit)
+    return commands().log(inv, task_id, limit)
 
 
 @cli.command()
@@ -913,7 +1006,7 @@ def stats(inv: Invocation, since):
         from ..core.stats import parse_since
 
         parse_since(since)  # a usage error before the board is read
-    return commands.stats(inv, since)
+    return commands().stats(inv, since)
 
 
 @cli.group(name="hook")
@@ -940,7 +1033,7 @@ def hook_group():
 @pass_inv
 def hook_add(inv: Invocation, event, command):
     """Run CMD (a shell command) after each EVENT."""
-    return commands.hook(inv, "add", event, command)
+    return commands().hook(inv, "add", event, command)
 
 
 @hook_group.command(name="list")
@@ -948,7 +1041,7 @@ def hook_add(inv: Invocation, event, command):
 @pass_inv
 def hook_list(inv: Invocation):
     """The clone's hooks, one per line: EVENT, a tab, CMD."""
-    return commands.hook(inv, "list")
+    return commands().hook(inv, "list")
 
 
 @hook_group.command(name="remove")
@@ -958,7 +1051,7 @@ def hook_list(inv: Invocation):
 @pass_inv
 def hook_remove(inv: Invocation, event, command):
     """Remove the hooks of EVENT (only the one running CMD, when given)."""
-    return commands.hook(inv, "remove", event, command)
+    return commands().hook(inv, "remove", event, command)
 
 
 # -- running click --------------------------------------------------------------------
@@ -985,10 +1078,7 @@ def schema(inv: Invocation, fmt):
       tasks schema                  # [{"name", "description", "input_schema"}, ...]
       tasks schema --format openai  # [{"type": "function", "function": {...}}, ...]
     """
-    from ..agents import tools
-    from . import harness
-
-    return harness.schema(inv, tools, fmt)
+    return handlers().schema(inv, fmt)
 
 
 @cli.command()
@@ -1003,10 +1093,7 @@ def call(inv: Invocation):
     \b
       echo '{"name": "task_create", "input": {"subject": "Write parser"}}' | tasks call
     """
-    from ..agents import tools
-    from . import harness
-
-    return harness.call(inv, tools)
+    return handlers().call(inv)
 
 
 @cli.command()
@@ -1021,9 +1108,7 @@ def setup(inv: Invocation, harness_name):
     in .codex/config.toml. Entries already there are kept; running it again
     changes nothing.
     """
-    from . import harness
-
-    return harness.setup(inv, harness_name)
+    return handlers().setup(inv, harness_name)
 
 
 @cli.command()
@@ -1034,13 +1119,7 @@ def mcp(inv: Invocation):
     The caller is --as NAME, else TASKS_OWNER. The board is each call's board
     argument, else --dir, else TASKS_DIR, else the nearest .tasks/.
     """
-    from ..agents import mcp as mcp_server
-    from ..agents import tools
-    from ..disk.store import DEFAULT_TIMEOUT
-    from .invocation import env_timeout
-
-    timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
-    return mcp_server.serve(tools, inv.board_dir, tools.caller_from_env(inv.caller_flag), timeout)
+    return handlers().mcp(inv)
 
 
 @cli.command()
@@ -1067,26 +1146,15 @@ def serve(inv: Invocation, port, host, token, open_browser):
       tasks serve --open
       tasks --as alice serve --port 9000
     """
-    import os
-
-    from ..agents import tools
-    from ..disk.store import DEFAULT_TIMEOUT, board_path
-    from ..web.server import serve as run_server
-    from .invocation import env_timeout
-
-    timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
-    token = token if token is not None else os.environ.get("TASKS_SERVE_TOKEN") or None
-    board = os.path.abspath(board_path(inv.board_dir))
-    say = lambda line: write(sys.stderr, line + "\n")  # noqa: E731
-    return run_server(
-        tools, board, tools.caller_from_env(inv.caller_flag), timeout, host, port, token, open_browser, say
-    )
+    return handlers().serve(inv, port, host, token, open_browser)
 
 
-def run(args: list[str], inv: Invocation) -> int:
-    """Parse with click and run the command; click's own failures become exit codes,
-    the board's (TaskError) propagate to the caller, which reports them."""
+def run(args: list[str], inv: Invocation, work: Handlers) -> int:
+    """Parse with click and run the command, handing its work to `work`; click's own
+    failures become exit codes, the board's (TaskError) propagate to the caller, which
+    reports them."""
     json_mode = "--json" in args
+    inv.handlers = work  # click's context object carries them to every command
     try:
         result = cli.main(args=args, prog_name="tasks", standalone_mode=False, obj=inv)
         return result if isinstance(result, int) else 0
