@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from .watch import Witness
+
 LOCK_NAME = ".lock"
 SCRATCH_NAME = ".scratch"
 INTENT_NAME = "intent.json"
@@ -344,7 +346,7 @@ class Store:
         self.archive_dir = os.path.join(self.path, ARCHIVE_FOLDER)
         self._unsynced: tuple[list[str], list[str]] | None = None  # files, folders: synced once the lock is let go
         self.listed = 0  # task files the last snapshot of this board found (taskboard.disk.index): see _moving
-        self._witness: Any = None  # under the write lock: taskboard.disk.watch.Witness of this change's moves
+        self._witness: Witness | None = None  # under the write lock: the witness of this change's moves
         self._moves: tuple[tuple, list[str]] | None = None  # the folder's key before them, the names put in place
         self._unwitnessed = False  # this change added or removed a name no Witness saw
 
