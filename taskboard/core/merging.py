@@ -46,6 +46,17 @@ class BoardMerge:
         self.notes: list[str] = []
 
 
+def live_kept(live: Record, archived: Record) -> bool:
+    """One task found both live and archived (`task_N.json` and `archive/task_N.json`,
+    left by a sync or a copy made before DESIGN §11's rule held): whether the live copy is
+    the one kept. The live one when it is open (open work never lives in the archive),
+    else the newer by `updatedAt`, the live one on a tie. The same rule for every reader
+    that meets both: `check --fix`, a sync, the merge of committed boards."""
+    if live.get("status") in OPEN:
+        return True
+    return str(live.get("updatedAt", "")) >= str(archived.get("updatedAt", ""))
+
+
 # -- one record ------------------------------------------------------------------------
 
 

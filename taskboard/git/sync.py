@@ -225,7 +225,7 @@ class _Plumbing:
         self.git, self.repo, self.path = git, repo, path
         self.private = str(repo.git_dir / f"{PREFIX}-index")
         self.scratch = repo.git_dir / f"{PREFIX}-scratch"
-        self.trees = gitwire.Trees(repo, path)
+        self.trees = gitwire.Trees(repo, path, archive=True)  # an archived file is the same task (DESIGN §11)
 
     def env(self, index: str | None = None) -> dict[str, str]:
         return {"GIT_INDEX_FILE": index or self.private}
@@ -317,7 +317,9 @@ class _Plumbing:
         tree = self._merge_tree(ours, theirs, tracking, base is None)
         boards = self.trees.boards([c for c in (base, ours, theirs) if c])
         exact = merging.merge_boards(boards.get(base or "", []), boards[ours], boards[theirs], published=True)
-        tree = self._with_board(tree, exact, base, ours, theirs)
+        shelf = self.trees.archived
+        folded = gitwire.fold_archived(shelf.get(base or "", set()), shelf[ours], shelf[theirs], exact.records.values())
+        tree = self._with_board(tree, exact, base, ours, theirs, gitwire.stays_archived(exact.records, folded))
         merged = self.git.run("commit-tree", tree, "-p", ours, "-p", theirs, "-m", f"tasks: merge {name}'s board")
         if merged.returncode != 0:
             raise UsageError(f"cannot commit the merge: {failure(merged)}", "commit-failed")
@@ -367,28 +369,31 @@ class _Plumbing:
         return lines[0]
 
     def _ours_to_merge(self, path: str) -> bool:
-        """A board file this module merges itself: a task file or a journal shard."""
-        from ..core.model import id_from_file_name
+        """A board file this module merges itself: a task file, live or archived, or a
+        journal shard."""
+        from ..core.model import board_file_id
         from ..disk.journal import JOURNAL_DIR, SUFFIX
 
         prefix = self.path.rstrip("/") + "/"
         if not path.startswith(prefix):
             return False
         inside = path[len(prefix) :]
-        return id_from_file_name(inside) is not None or (
+        return board_file_id(inside) is not None or (
             inside.startswith(f"{JOURNAL_DIR}/") and inside.endswith(SUFFIX) and inside.count("/") == 1
         )
 
-    def _with_board(self, tree: str, exact: Any, base: str | None, ours: str, theirs: str) -> str:
-        """`tree` with the board's task files the exact merge, its journal shards every line
-        of both sides, and the renumbering journaled once, by uid."""
-        from ..core.model import encode, file_name
+    def _with_board(self, tree: str, exact: Any, base: str | None, ours: str, theirs: str, archived: set[int]) -> str:
+        """`tree` with the board's task files the exact merge (the `archived` ids in the
+        archive folder, every other task live, each in one place), its journal shards every
+        line of both sides, and the renumbering journaled once, by uid."""
+        from ..core.model import archive_file_name, encode, file_name
 
         prefix = self.path.rstrip("/") + "/"
         listing = {c: self._files(c) for c in (tree, ours, theirs, *([base] if base else []))}
         contents: dict[str, bytes] = {}
         for task_id, record in exact.records.items():
-            contents[prefix + file_name(task_id)] = encode(record)
+            place = archive_file_name(task_id) if task_id in archived else file_name(task_id)
+            contents[prefix + place] = encode(record)
         shards = {p for c in (ours, theirs) for p in listing[c] if self._ours_to_merge(p) and "/journal/" in "/" + p}
         blobs = self._cat(
             {listing[c][p] for c in (ours, theirs, *([base] if base else [])) for p in shards if p in listing[c]}
@@ -532,29 +537,38 @@ class _Plumbing:
         _unlink(str(marker))
 
     def _land_board(self, board: Board, snapshot: str | None, target: str) -> None:
-        """The board's files become `target`'s, with what changed since `snapshot` (edits
-        made here while sync ran) kept, by uid; one all-or-nothing change of the store."""
+        """The board's files become `target`'s, live and archived, with what changed since
+        `snapshot` (edits made here while sync ran) kept, by uid; one all-or-nothing change
+        of the store. A task is in one place: archived only if `target` (or an edit made
+        here) archived it and it is still closed (DESIGN §11)."""
         from ..core import merging
-        from ..core.model import encode, file_name
 
         boards = self.trees.boards([c for c in (snapshot, target) if c])
+        shelf = self.trees.archived
         prefix = self.path.rstrip("/") + "/"
         theirs, before_files = self._files(target), self._files(snapshot) if snapshot else {}
         shards = [p for p in theirs if self._ours_to_merge(p) and "/journal/" in "/" + p]
         blobs = self._cat({theirs[p] for p in shards} | {before_files[p] for p in shards if p in before_files})
         store = board.store
         with store.writing():
-            current, damaged = store.read_all()
+            current, damaged, here, doubles = gitwire.board_on_disk(store)
             if damaged:
                 raise damaged[0]
             mine = {r["id"]: r for r in current}
             before = {r["id"]: r for r in boards.get(snapshot or "", [])}
             wanted = {r["id"]: r for r in boards[target]}
-            if not (mine.keys() == before.keys() and all(merging.same(mine[i], before[i]) for i in mine)):
+            was = shelf.get(snapshot or "", set())
+            archived = shelf[target]
+            if not (
+                mine.keys() == before.keys() and here == was and all(merging.same(mine[i], before[i]) for i in mine)
+            ):
                 wanted = merging.merge_boards(before.values(), mine.values(), wanted.values()).records
-            files = {file_name(i): encode(r) for i, r in wanted.items() if not merging.same(mine.get(i), r)}
-            remove = [file_name(i) for i in sorted(set(mine) - set(wanted))]
-            store.write(files, None, remove=remove)
+                archived = gitwire.fold_archived(was, here, archived, wanted.values())
+            result = gitwire.Settled("exact")
+            shelved = {r["id"] for r in current if r.get("uid") in here}
+            gitwire.apply_merged(
+                store, current, wanted, result, shelved, gitwire.stays_archived(wanted, archived), doubles
+            )
             for path in shards:
                 old = blobs.get(before_files.get(path, ""), b"")
                 _land_shard(store.root / path[len(prefix) :], old, blobs.get(theirs[path], b""))
@@ -691,19 +705,25 @@ def _push_flag(done: Any, ref: str) -> str | None:
 
 
 def _snapshot(board: Board) -> dict[str, tuple[int, str, bool]]:
-    """Each readable task by uid: (id, status, ready)."""
+    """Each readable live task by uid: (id, status, ready); under the key "" the ids of
+    the archived tasks (a task brought back from the archive is not new)."""
     records, _damaged = board.store.read_all()
     by_id: dict[int, Record] = {r["id"]: r for r in records}
-    return {
+    found: dict[str, Any] = {
         r["uid"]: (r["id"], r["status"], graph.is_ready(r, by_id.get)) for r in records if isinstance(r.get("uid"), str)
     }
+    found[""] = set(board.store.archived_ids())
+    return found
 
 
 def _came_in(before: dict, after: dict, result: Synced) -> None:
-    for uid, (task_id, status, ready) in sorted(after.items(), key=lambda item: item[1][0]):
+    shelved = before.get("", set())
+    tasks = [(uid, found) for uid, found in after.items() if uid]
+    for uid, (task_id, status, ready) in sorted(tasks, key=lambda item: item[1][0]):
         old = before.get(uid)
         if old is None:
-            result.new.append(task_id)
+            if task_id not in shelved:
+                result.new.append(task_id)
             continue
         if status == "completed" and old[1] != "completed":
             result.completed.append(task_id)

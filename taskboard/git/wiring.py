@@ -375,11 +375,10 @@ class Trees:
     def boards(self, commits: Iterable[str]) -> dict[str, list[Record]]:
         """Each commit's tasks, live and archived (an archived file is the same task as a
         live one: merged by uid); `archived` says which were archived in each."""
-        listing: dict[str, list[tuple[str, str]]] = {}
-        shelved: dict[str, set[str]] = {}
+        listing: dict[str, list[tuple[str, str, bool]]] = {}
         for commit in commits:
             raw = self.repo.git_bytes("ls-tree", "-z", commit, "--", *self.folders)
-            entries, shelved[commit] = [], set()
+            entries = []
             for item in raw.split(b"\0"):
                 if not item:
                     continue
@@ -387,16 +386,30 @@ class Trees:
                 _mode, kind, sha = meta.decode().split()
                 folder, _, base = name.decode("utf-8", "replace").rpartition("/")
                 if kind == "blob" and id_from_file_name(base) is not None:
-                    entries.append((sha, base))
-                    if folder.rpartition("/")[2] == ARCHIVE_FOLDER and folder != self.board:
-                        shelved[commit].add(sha)
+                    shelved = folder.rpartition("/")[2] == ARCHIVE_FOLDER and folder != self.board
+                    entries.append((sha, base, shelved))
             listing[commit] = entries
-        wanted = sorted({sha for entries in listing.values() for sha, _ in entries} - set(self.blobs))
+        wanted = sorted({sha for entries in listing.values() for sha, _, _ in entries} - set(self.blobs))
         if wanted:
-            self._read_blobs(wanted, {sha: name for entries in listing.values() for sha, name in entries})
-        for commit, shas in shelved.items():
+            self._read_blobs(wanted, {sha: name for entries in listing.values() for sha, name, _ in entries})
+        for commit, entries in listing.items():
+            kept = listing[commit] = self._one_copy_each(entries)
+            shas = [sha for sha, _, shelved in kept if shelved]
             self.archived[commit] = {r["uid"] for sha in shas for r in self.blobs[sha] if isinstance(r.get("uid"), str)}
-        return {commit: [r for sha, _ in entries for r in self.blobs[sha]] for commit, entries in listing.items()}
+        return {commit: [r for sha, _, _ in entries for r in self.blobs[sha]] for commit, entries in listing.items()}
+
+    def _one_copy_each(self, entries: list[tuple[str, str, bool]]) -> list[tuple[str, str, bool]]:
+        """A commit's task files with one copy of a task that is both live and archived
+        there (committed by a sync before DESIGN §11's rule held): the one
+        merging.live_kept keeps, as `check --fix` does."""
+        live = {name: sha for sha, name, shelved in entries if not shelved}
+        dropped = set()
+        for sha, name, shelved in entries:
+            if shelved and name in live:
+                mine, other = self.blobs[live[name]][0], self.blobs[sha][0]
+                if mine.get("uid") == other.get("uid"):
+                    dropped.add((sha, name, True) if merging.live_kept(mine, other) else (live[name], name, False))
+        return [entry for entry in entries if entry not in dropped] if dropped else entries
 
     def _read_blobs(self, shas: list[str], names: dict[str, str]) -> None:
         out = self.repo.git_bytes("cat-file", "--batch", input="".join(f"{sha}\n" for sha in shas).encode())
@@ -460,7 +473,7 @@ def settle(store: Store, hook: str | None = None) -> Settled:
         result = Settled("exact" if exact is not None else "parked")
         result.moved = expected.moved
         result.notes = [note for note in expected.notes if "cycle" in note or "history edge" in note]
-        _apply(store, before, after, result, _archived_ids(before, was), _stays_archived(after, shelved))
+        apply_merged(store, before, after, result, _archived_ids(before, was), stays_archived(after, shelved))
     clear_marker(repo)
     return result
 
@@ -541,18 +554,20 @@ def _rebase_tip(repo: Repo, hook: str | None) -> str | None:
     return None
 
 
-def _apply(
+def apply_merged(
     store: Store,
     before: list[Record],
     after: dict[int, Record],
     result: Settled,
     shelved: set[int] | None = None,
     archived: set[int] | None = None,
+    doubles: Iterable[str] = (),
 ) -> None:
     """Write what changed (all or nothing, through the store's journaled write), and find
     the tasks that became ready. `shelved`: the ids archived in the work tree now;
     `archived`: the ids archived after the merge (a task that moves is written at its
-    new place and removed from the old one)."""
+    new place and removed from the old one); `doubles`: files of second copies to remove
+    (board_on_disk)."""
     shelved, archived = shelved or set(), archived or set()
     was = {record["id"]: record for record in before}
 
@@ -570,6 +585,7 @@ def _apply(
             (result.archived if task_id in archived else result.restored).append(task_id)
     result.removed = sorted(set(was) - set(after))
     remove += [place(task_id, shelved) for task_id in result.removed]
+    remove += [name for name in doubles if name not in files and name not in remove]
     store.write(files, journal_moves(result.moved), remove=remove)
     from ..core import graph
 
@@ -585,14 +601,34 @@ def _apply(
 
 
 def _work_tree(store: Store) -> tuple[list[Record], list, set[str]]:
-    """The board the work tree holds, live and archived (a live file wins over an
-    archived one of the same id), the damage met, and the uids of the archived tasks."""
+    """The board the work tree holds, live and archived (one copy of a task in both
+    places: see board_on_disk), the damage met, and the uids of the archived tasks."""
+    records, damaged, uids, _doubles = board_on_disk(store)
+    return records, damaged, uids
+
+
+def board_on_disk(store: Store) -> tuple[list[Record], list, set[str], list[str]]:
+    """The board's files, live and archived, in id order; the damage met; the uids of the
+    archived tasks; and the files of the copies not kept of a task that is both live and
+    archived (merging.live_kept chooses, as `check --fix` does)."""
     records, damaged = store.read_all()
-    live = {record["id"] for record in records}
+    live = {record["id"]: record for record in records}
     shelf, more = store.read_archive()
-    shelf = [record for record in shelf if record["id"] not in live]
-    uids = {record["uid"] for record in shelf}
-    return sorted(records + shelf, key=lambda record: record["id"]), damaged + more, uids
+    kept, doubles = [], []
+    for record in shelf:
+        other = live.get(record["id"])
+        if other is None or other.get("uid") != record.get("uid"):
+            if other is None:
+                kept.append(record)
+            continue  # two tasks at one id: the live one is read, check names the other
+        if merging.live_kept(other, record):
+            doubles.append(archive_file_name(record["id"]))
+        else:
+            doubles.append(file_name(record["id"]))
+            del live[record["id"]]
+            kept.append(record)
+    uids = {record["uid"] for record in kept}
+    return sorted([*live.values(), *kept], key=lambda record: record["id"]), damaged + more, uids, doubles
 
 
 def fold_archived(base: set[str], ours: set[str], theirs: set[str], records: Iterable[Record]) -> set[str]:
@@ -611,7 +647,7 @@ def _archived_ids(records: Iterable[Record], uids: set[str]) -> set[int]:
     return {record["id"] for record in records if record.get("uid") in uids}
 
 
-def _stays_archived(after: dict[int, Record], uids: set[str]) -> set[int]:
+def stays_archived(after: dict[int, Record], uids: set[str]) -> set[int]:
     """The tasks archived after the merge: those merged as archived that are still closed
     and named by no open task (DESIGN §11: reopened on the other side, it comes back)."""
     opened = {task_id for task_id, record in after.items() if record["status"] in OPEN}

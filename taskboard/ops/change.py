@@ -97,6 +97,7 @@ class Change:
         self.archived: set[int] = set()  # records read from the archive folder (DESIGN §11)
         self.stay: set[int] = set()  # archived records this change may edit in place while they stay closed
         self.moving: set[int] = set()  # archived records brought back unchanged (`restore`): the same bytes
+        self.discard: list[str] = []  # second copies of a task a repair removes (one task live and archived)
         # the commit hook: keep(change, moved, write) writes, with what follows the files
         # (the runtime state, taskboard.ops.claims.keep); None writes the files alone
         self.keep: Callable[[Change, list[Record], Callable[[], None]], None] | None = None
@@ -189,6 +190,7 @@ class Change:
         events = list(events)
         restored = self._restored(files, events)
         remove = [archive_file_name(task_id) for task_id in restored]
+        remove += [name for name in self.discard if name not in files and name not in remove]
         appends = None
         if events:
             from ..disk import journal

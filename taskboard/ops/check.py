@@ -37,7 +37,9 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
     ones are repaired in one all-or-nothing write and marked fixed."""
     problems: list[Problem] = []
     archived: set[int] = set()
-    records = _read_records(store, problems, archived)
+    shadowed: dict[int, dict] = {}
+    records = _read_records(store, problems, archived, shadowed)
+    settled = _one_place(records, shadowed, archived, problems, change)
     problems += _parked(records)
     if change is not None:  # a repair of an archived task leaves it there while it stays closed
         change.archived |= archived
@@ -86,10 +88,10 @@ def run_check(store: Store, change: Change | None = None) -> list[Problem]:
         from ..disk.state import State
 
         State(str(store.root)).ensure_folder()
-    if change is not None and fixes:
+    if change is not None and (fixes or settled):
         for copy in fixes.values():
             change.rewrite(copy)  # even unchanged content: a re-layout or added keys do not change encode()
-        change.commit(_repairs(fixes, problems))
+        change.commit(_repairs(set(fixes) | set(settled), problems))
     for problem in problems:
         problem.fixed = problem.fixable and change is not None
     return problems
@@ -126,6 +128,35 @@ def _archived_in_use(records: dict[int, dict], archived: set[int], problems: lis
     return found
 
 
+def _one_place(
+    records: dict[int, dict], shadowed: dict[int, dict], archived: set[int], problems: list[Problem], change
+) -> list[int]:
+    """A task both live and archived (the same uid in `task_N.json` and
+    `archive/task_N.json`, left by an older sync or a copy by hand): reported; the copy
+    merging.live_kept keeps is the one read (the live one if open, else the newer by
+    `updatedAt`), and a repair removes the other. Their ids."""
+    from ..core.merging import live_kept
+
+    for task_id, other in sorted(shadowed.items()):
+        live, shelved = file_name(task_id), archive_file_name(task_id)
+        if live_kept(records[task_id], other):
+            why = "it is open" if records[task_id]["status"] in OPEN else "it is the newer or as new"
+            kept, gone = "live", shelved
+        else:
+            why = f"both are {records[task_id]['status']}, the archived one is newer"
+            kept, gone = "archived", live
+            records[task_id] = other
+            archived.add(task_id)
+        what = f"#{task_id} is both live ({live}) and archived ({shelved})"
+        if change is None:
+            message = f"{what}; a repair keeps the {kept} one ({why}) and removes {gone}"
+        else:
+            message = f"{what}: kept the {kept} one ({why}), removed {gone}"
+            change.discard.append(gone)
+        problems.append(Problem(gone, task_id, "duplicate-id", message, fixable=True))
+    return sorted(shadowed)
+
+
 def _board_names(store: Store) -> list[str]:
     """The board folder's names, then the archive folder's (as `archive/NAME`), sorted so
     that a live file comes after an archived one of the same id (the live one is read)."""
@@ -146,7 +177,18 @@ def _note_place(archived: set[int], task_id: int, name: str) -> None:
         archived.discard(task_id)
 
 
-def _read_records(store: Store, problems: list[Problem], archived: set[int]) -> dict[int, dict]:
+def _shadow(records: dict[int, dict], archived: set[int], shadowed: dict[int, dict], record: dict) -> None:
+    """A live record read after an archived one of the same task: the archived copy is shadowed."""
+    task_id = record["id"]
+    if task_id in archived and task_id in records and records[task_id].get("uid") == record.get("uid"):
+        shadowed[task_id] = records[task_id]
+
+
+def _read_records(
+    store: Store, problems: list[Problem], archived: set[int], shadowed: dict[int, dict]
+) -> dict[int, dict]:
+    """Every sound record by id (a live file wins over an archived one of the same id: the
+    archived copy of the same task goes to `shadowed`, for _one_place)."""
     records: dict[int, dict] = {}
     claimed: dict[int, list[str]] = {}
     for name in _board_names(store):
@@ -186,6 +228,7 @@ def _read_records(store: Store, problems: list[Problem], archived: set[int]) -> 
         if isinstance(record, dict) and isinstance(record.get("id"), int):
             claimed.setdefault(record["id"], []).append(name)
         if not found:
+            _shadow(records, archived, shadowed, record)
             records[task_id] = record
             _note_place(archived, task_id, name)
             # readable, and shown escaped everywhere, but not what input allows: said, never guessed at
@@ -193,7 +236,7 @@ def _read_records(store: Store, problems: list[Problem], archived: set[int]) -> 
                 problems.append(Problem(name, task_id, rule, f"{name}: {message}"))
             problems += _metadata_problems(name, task_id, record)
     for task_id, files in claimed.items():
-        if len(files) > 1:
+        if len(files) > 1 and not (task_id in shadowed and len(files) == 2):
             problems.append(
                 Problem(files[0], task_id, "duplicate-id", f"id {task_id} is claimed by {', '.join(files)}")
             )
@@ -434,9 +477,9 @@ def _parked(records: dict[int, dict]) -> list[Problem]:
     return problems
 
 
-def _repairs(fixes: dict[int, dict], problems: list[Problem]) -> list[Event]:
-    """The journal's account of a `check --fix`: one `repaired` event per task rewritten,
-    with the rules its problems broke."""
+def _repairs(fixes: set[int], problems: list[Problem]) -> list[Event]:
+    """The journal's account of a `check --fix`: one `repaired` event per task rewritten
+    (or whose second copy was removed), with the rules its problems broke."""
     events = []
     for task_id in sorted(fixes):
         rules = sorted({p.rule for p in problems if p.fixable and p.task == task_id})
