@@ -149,7 +149,7 @@ _RECORDING: list[bool] = [False]
 
 
 def _audit(event: str, args: tuple) -> None:
-    if _RECORDING[0] and event == "open" and isinstance(args[0], str):
+    if _RECORDING[0] and event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], str):
         _OPENED.append(args[0])
 
 
@@ -486,6 +486,79 @@ def test_history_is_read_only_by_the_commands_that_show_it(board_dir):
     stamp = history.stat().st_mtime_ns
     call(["--dir", str(board_dir), "ready", "--json"])
     assert history.stat().st_mtime_ns == stamp, "reading open work leaves the history file alone"
+
+
+def archive_reads(board: Path, *args: str) -> tuple[set[int], bool, dict]:
+    """The archived task files one read opens, whether it opens or lists the archive
+    folder at all, and its result."""
+    _OPENED.clear()
+    _RECORDING[0] = True
+    try:
+        result = call(["--dir", str(board), *args])
+    finally:
+        _RECORDING[0] = False
+    shelf = board / "archive"
+    files = {int(Path(p).name[5:-5]) for p in _OPENED if Path(p).parent == shelf and Path(p).name.startswith("task_")}
+    return files, any(Path(p) == shelf or Path(p).parent == shelf for p in _OPENED), result
+
+
+def test_list_all_reads_the_archive_through_a_cache_and_sees_a_hand_edit_inside_it(board_dir):
+    """DESIGN §11: the archived tasks `list --all` shows come from a cache of their own,
+    checked against the files by stat (a hand edit inside the archive is seen at once),
+    and no read of open work opens the archive folder or that cache."""
+    old = "2026-01-01T00:00:00Z"
+    write_board(board_dir, [record(i, status="completed", updatedAt=old) for i in range(1, 6)] + [record(6)])
+    assert json.loads(call(["--dir", str(board_dir), "archive", "--json"])["stdout"])["archived"] == [1, 2, 3, 4, 5]
+    settle()
+    opened, _, cold = archive_reads(board_dir, "list", "--all", "--json")
+    assert opened == {1, 2, 3, 4, 5}  # the first read fills the cache
+    opened, _, warm = archive_reads(board_dir, "list", "--all", "--json")
+    assert opened == set() and warm == cold  # the same answer, no archived file opened
+    assert [r["id"] for r in json.loads(warm["stdout"]) if r.get("archived")] == [1, 2, 3, 4, 5]
+    path = board_dir / "archive" / "task_3.json"
+    edited = {**json.loads(path.read_text()), "subject": "by hand"}
+    with open(path, "r+b") as handle:  # in place: the same inode, the folder unchanged
+        handle.write((json.dumps(edited, indent=2) + "\n").encode())
+    opened, _, after = archive_reads(board_dir, "list", "--all", "--json")
+    assert opened == {3}
+    shown = {r["id"]: r for r in json.loads(after["stdout"])}
+    assert shown[3]["subject"] == "by hand" and shown[3]["archived"] is True
+    assert archive_reads(board_dir, "list", "--all")[2]["stdout"].count("(archived)") == 5
+    for args in (("list", "--json"), ("ready", "--json"), ("list", "--status", "completed", "--json"), ("board",)):
+        opened, looked, result = archive_reads(board_dir, *args)
+        assert result["exit"] == 0 and not looked, args  # open work never opens the archive folder
+    assert 3 not in [
+        r["id"] for r in json.loads(archive_reads(board_dir, "list", "--status", "completed", "--json")[2]["stdout"])
+    ]
+
+
+def test_list_all_sees_tasks_come_and_go_in_the_archive_folder(board_dir):
+    """A task brought back and archived again, a file added to the archive by hand (a
+    checkout): the folder's key changed, so it is listed again."""
+    old = "2026-01-01T00:00:00Z"
+    write_board(board_dir, [record(i, status="completed", updatedAt=old) for i in range(1, 5)] + [record(5)])
+    call(["--dir", str(board_dir), "archive"])
+    settle()
+    archive_reads(board_dir, "list", "--all", "--json")
+    call(["--dir", str(board_dir), "restore", "2"])
+    ids = [
+        r["id"]
+        for r in json.loads(archive_reads(board_dir, "list", "--all", "--json")[2]["stdout"])
+        if r.get("archived")
+    ]
+    assert ids == [1, 3, 4]
+    shutil.move(str(board_dir / "task_2.json"), str(board_dir / "archive" / "task_2.json"))  # by hand
+    settle()
+    opened, _, result = archive_reads(board_dir, "list", "--all", "--json")
+    assert opened == {2}
+    assert [r["id"] for r in json.loads(result["stdout"]) if r.get("archived")] == [1, 2, 3, 4]
+    (board_dir / "archive" / "task_4.json").unlink()
+    assert [r["id"] for r in json.loads(archive_reads(board_dir, "list", "--all", "--json")[2]["stdout"])] == [
+        1,
+        2,
+        3,
+        5,
+    ]
 
 
 def test_the_cache_keeps_out_of_git_on_an_old_board_too(board_dir, tmp_path):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 CACHE_NAME = ".cache"  # in the board folder; taskboard.store leaves it out of git
 INDEX_NAME = "index"
 HISTORY_NAME = "history"
+ARCHIVE_NAME = "archive"  # the archived records, for `list --all` and `graph --all` (taskboard.disk.index)
 LAST_NAME = "last"  # the highest id, as the last writer left the board folder
 # a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
 FORMAT = b"taskboard cache 2\n"
@@ -239,6 +240,26 @@ class Cache:
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
+    def load_archive(self) -> dict | None:
+        found = self._load(ARCHIVE_NAME)
+        if not _shaped(found, _ARCHIVE_SHAPE):
+            return None
+        try:
+            ids, ctimes, inodes = saved_keys(found)
+            kinds = bytearray(found["kinds"])
+            texts = found["texts"].split("\n") if found["texts"] else []
+            folder = found["folder"]
+            if (
+                not len(ids) == len(ctimes) == len(inodes) == len(kinds) == len(texts)
+                or kinds.translate(None, _KIND_BYTES)
+                or UNSURE in kinds
+                or (folder is not None and len(folder) != 4)
+            ):
+                return None
+            return {"folder": folder, "ids": ids, "ctimes": ctimes, "inodes": inodes, "kinds": kinds, "texts": texts}
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
     def _load(self, name: str):
         """The payload of a cache file, or None when it is missing or damaged in any way."""
         try:
@@ -337,6 +358,7 @@ _INDEX_SHAPE = {
     "open": (dict,),
 }
 _HISTORY_SHAPE = {"ids": (bytes,), "ctimes": (bytes,), "inodes": (bytes,), "texts": (str,)}
+_ARCHIVE_SHAPE = {**_HISTORY_SHAPE, "kinds": (bytes,), "folder": (type(None), tuple)}
 _KIND_BYTES = bytes([*KINDS.values(), UNSURE])
 
 

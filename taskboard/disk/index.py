@@ -43,7 +43,7 @@ from bisect import bisect_left
 from ..core.errors import Corrupt, NotFound
 from ..core.fields import OPEN
 from ..core.model import id_from_file_name, ids_from_file_names
-from .cache import HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
+from .cache import ARCHIVE_NAME, HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -64,6 +64,16 @@ if TYPE_CHECKING:
         def task_ids(self) -> list[int]: ...
 
         def read(self, task_id: int) -> Record: ...
+
+    class Shelf(Files, Protocol):
+        """What archive_entries needs besides: the archive folder, its ids (the store's
+        error for a folder it cannot use), and one archived task read by the store's rules."""
+
+        archive_dir: str
+
+        def archived_ids(self) -> list[int]: ...
+
+        def read_archived(self, task_id: int) -> Record: ...
 
 
 SAVE_PER = 1000  # entries: a save of the index costs about what reading one file per SAVE_PER entries again does
@@ -560,30 +570,28 @@ def _history_payload(shot: Snapshot) -> bytes:
     )
 
 
-def add_archive(shot: Snapshot, records: list[Record], damaged: list[Corrupt]) -> None:
-    """The archived tasks put into a snapshot taken with history (DESIGN §11), each
-    marked `"archived": true` in what is shown; a task with a live file keeps the live
-    one. Never saved: the cache holds the live files only, so it does not grow with the
-    archive."""
+def add_archive(shot: Snapshot, entries: list[tuple[int, str, str]], damaged: list[Corrupt]) -> None:
+    """The archived tasks (archive_entries) put into a snapshot taken with history
+    (DESIGN §11), each marked `"archived": true` in what is shown; a task with a live
+    file keeps the live one."""
     assert shot.closed_text is not None, "the archive joins a snapshot with history"
     live = set(shot.ids)
     added: dict[int, int] = {}
-    for record in records:
-        task_id = record["id"]
+    for task_id, status, text in entries:
         if task_id in live:
             continue
-        shown = {**record, "archived": True}
-        if record["status"] in OPEN:  # said so by hand or by a merge: `check` reports it
-            shot.open[task_id] = shown
-            shot.open_text[task_id] = json.dumps(shown, ensure_ascii=False)
+        shown = _marked(text)
+        if status in OPEN:  # said so by hand or by a merge: `check` reports it
+            shot.open[task_id] = json.loads(shown)
+            shot.open_text[task_id] = shown
         else:
-            shot.closed_text[task_id] = json.dumps(shown, ensure_ascii=False)
-        added[task_id] = KINDS[record["status"]]
+            shot.closed_text[task_id] = shown
+        added[task_id] = KINDS[status]
     for exc in damaged:
-        task_id = _damaged_id(exc)
-        if task_id is not None and task_id not in live:
-            shot.damaged[task_id] = exc
-            added[task_id] = UNSURE
+        found = _damaged_id(exc)
+        if found is not None and found not in live:
+            shot.damaged[found] = exc
+            added[found] = UNSURE
     if not added:
         return
     merged = sorted([(task_id, kind) for task_id, kind in zip(shot.ids, shot.kinds, strict=True)] + list(added.items()))
@@ -591,6 +599,98 @@ def add_archive(shot: Snapshot, records: list[Record], damaged: list[Corrupt]) -
     shot.kinds = bytearray(kind for _, kind in merged)
     shot.ctimes = array("q", bytes(8 * len(merged)))
     shot.inodes = array("Q", bytes(8 * len(merged)))
+
+
+def _marked(text: str) -> str:
+    """A record's compact JSON with `"archived": true` added, exactly as
+    `json.dumps({**record, "archived": True}, ensure_ascii=False)` writes it."""
+    if '"archived"' in text:  # the file has a key of that name (kept untouched): let json place it
+        return json.dumps({**json.loads(text), "archived": True}, ensure_ascii=False)
+    return text[:-1] + ', "archived": true}'
+
+
+def archive_entries(store: Shelf) -> tuple[list[tuple[int, str, str]], list[Corrupt]]:
+    """Every archived task as (id, status, compact JSON) in id order, and the damage met,
+    for the commands about history (`list --all`, `graph --all`; nothing about open
+    work calls this). Checked against the files as the index is: the `archive` file in
+    the cache keeps each archived file's key (inode, ctime) with its record, and a file
+    whose key changed (a hand edit inside the archive, a checkout) is read again; the
+    names come from the cache while the archive folder's own key holds. Files too
+    recent to trust are read on every use until they age."""
+    began = time.time_ns()
+    trusted = began - RACY_NS
+    try:
+        folder = os.open(store.archive_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return [], []
+    except OSError:
+        store.archived_ids()  # raises the store's error for a folder it cannot use
+        raise
+    cache = Cache(store.path)
+    old = cache.load_archive()
+    try:
+        key: tuple | None = folder_key(os.fstat(folder))
+        if old is not None and old["folder"] is not None and old["folder"] == key:
+            ids = old["ids"]
+        else:
+            ids = array("q", sorted(ids_from_file_names(os.listdir(folder))))
+        keys = _keys([f"task_{task_id}.json" for task_id in ids], folder)
+    finally:
+        os.close(folder)
+    if key is not None and key[2] >= trusted:
+        key = None  # changed too recently to vouch for the names next time
+    entries, damaged, kept = _archived(store, ids, keys, old, trusted)
+    if len(kept) != len(ids):
+        key = None  # a file the cache does not keep: the folder is listed again next time
+    saved = (array("q", [e[0] for e in kept]), array("q", [e[1] for e in kept]), array("Q", [e[2] for e in kept]))
+    if old is None or old["folder"] != key or saved != (old["ids"], old["ctimes"], old["inodes"]):
+        cache.save(ARCHIVE_NAME, _archive_payload(key, kept, saved))
+    return entries, damaged
+
+
+def _archived(
+    store: Shelf, ids: array, keys: list[tuple[int, int] | None], old: dict | None, trusted: int
+) -> tuple[list[tuple[int, str, str]], list[Corrupt], list[tuple[int, int, int, int, str]]]:
+    """The archived records: from the cache where a file's key still holds, else read.
+    Also the entries the cache may keep (id, ctime, inode, kind, text)."""
+    at = {task_id: i for i, task_id in enumerate(old["ids"])} if old is not None else {}
+    entries: list[tuple[int, str, str]] = []
+    damaged: list[Corrupt] = []
+    kept: list[tuple[int, int, int, int, str]] = []
+    for task_id, found in zip(ids, keys, strict=True):
+        if found is None:
+            continue  # gone since the listing
+        ctime, inode = found
+        i = at.get(task_id)
+        if old is not None and i is not None and old["ctimes"][i] == ctime and old["inodes"][i] == inode:
+            kind, text = old["kinds"][i], old["texts"][i]
+        else:
+            try:
+                record = store.read_archived(task_id)
+            except NotFound:
+                continue
+            except Corrupt as exc:
+                damaged.append(exc)
+                continue
+            kind, text = KINDS[record["status"]], json.dumps(record, ensure_ascii=False)
+        entries.append((task_id, STATUS_OF[kind], text))
+        if ctime < trusted:
+            kept.append((task_id, ctime, inode, kind, text))
+    return entries, damaged, kept
+
+
+def _archive_payload(key: tuple | None, kept: list[tuple[int, int, int, int, str]], saved: tuple) -> bytes:
+    ids, ctimes, inodes = saved
+    return marshal.dumps(
+        {
+            "folder": key,
+            "ids": ids.tobytes(),
+            "ctimes": ctimes.tobytes(),
+            "inodes": inodes.tobytes(),
+            "kinds": bytes(entry[3] for entry in kept),
+            "texts": "\n".join(entry[4] for entry in kept),  # compact JSON holds no raw newline
+        }
+    )
 
 
 def _damaged_id(exc: Corrupt) -> int | None:

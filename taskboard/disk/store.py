@@ -460,6 +460,10 @@ class Store:
         self.archived.add(task_id)
         return record
 
+    def read_archived(self, task_id: int) -> Record:
+        """An archived task's record from the archive folder alone (NotFound when it is not there)."""
+        return self._read_archived(task_id)
+
     def archived_ids(self) -> list[int]:
         """Ids of the archived tasks, ascending: a look into the archive folder, which
         only commands about history make (`list --all`, `graph --all`, `check`, `archive`)."""

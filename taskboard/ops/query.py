@@ -27,14 +27,15 @@ def read(store: Store, history: bool = True, archive: bool = False) -> Listing:
     """The board as its files say it is now, through the cache beside it
     (taskboard.disk.index). Without `history` only the open records come in full:
     what costs the open work, not the years of finished work. With `archive` the
-    archived tasks too, read from their files (marked `"archived": true`; the cache
-    never holds them): what `list --all` and `graph --all` show."""
+    archived tasks too (marked `"archived": true`), checked against their files through
+    a cache of their own that nothing about open work opens: what `list --all` and
+    `graph --all` show."""
     with store.reading() as notes:
         shot = snapshot(store, history=history or archive)
         if archive:
-            from ..disk.index import add_archive
+            from ..disk.index import add_archive, archive_entries
 
-            add_archive(shot, *store.read_archive())
+            add_archive(shot, *archive_entries(store))
     if not shot.ids:  # an empty board, or a Claude Code task list without its mark (DESIGN §13)
         store.refuse_claude_list(store.names())
     return Listing(shot, notes, str(store.path))
