@@ -106,6 +106,19 @@ def test_every_command_that_names_an_archived_task_sees_it_marked(run, board_dir
     assert [r["id"] for r in everything] == list(range(1, 10))
     assert [r["id"] for r in everything if r.get("archived")] == [1, 2, 3, 4]
     assert "[-] #4: task 4 (archived)" in run("list", "--all").stdout.splitlines()
+    # `list --status` is open work's listing and never opens the archive; --all does (DESIGN §11)
+    assert [r["id"] for r in run.json("list", "--status", "completed")] == [5, 7, 9]
+    done = run.json("list", "--all", "--status", "completed")
+    assert [(r["id"], r.get("archived", False)) for r in done] == [
+        (1, True),
+        (2, True),
+        (3, True),
+        (5, False),
+        (7, False),
+        (9, False),
+    ]
+    help_text = run("list", "--help").stdout
+    assert "--all --status completed" in help_text and "archived" in help_text
     graph = run.json("graph", "--all")
     assert {node["id"] for node in graph["nodes"]} >= {1, 2, 3, 4}
     assert [1, 2] in graph["edges"] and [2, 3] in graph["edges"]
@@ -176,6 +189,40 @@ def test_restore_brings_back_an_archived_task_as_it_was_and_a_deleted_one_as_pen
     assert 4 in [r["id"] for r in run.json("ready")]
     run("delete", "8")
     assert run.json("restore", "8")["status"] == "pending"  # a live deleted task
+    assert_sound(board_dir)
+
+
+@pytest.mark.parametrize("archived", [True, False])
+def test_a_deleted_task_restored_comes_back_pending_and_unowned_like_a_release(run, board_dir, archived):
+    """DESIGN §3: an owner on a pending task reserves it, and leaving work (release) clears
+    the owner. A deleted task that someone held comes back as pending work anyone can take,
+    not reserved for whoever held it before it was deleted."""
+    write_board(
+        board_dir,
+        [
+            record(1, status="deleted", owner="ada", updatedAt=OLD),
+            record(2, status="pending"),
+        ],
+    )
+    if archived:
+        assert run.json("archive")["archived"] == [1]
+    got = run.json("restore", "1")
+    assert (got["status"], got["owner"], got["blocks"], got["blockedBy"]) == ("pending", "", [], [])
+    assert json.loads((board_dir / "task_1.json").read_text())["owner"] == ""
+    assert run.json("claim", "1", "--owner", "bob")["owner"] == "bob"  # nobody's reservation stands in the way
+    assert_sound(board_dir)
+    assert run.json("check")["ok"] is True
+
+
+def test_reopening_an_archived_task_brings_it_back_with_its_owner(run, board_dir):
+    """DESIGN §3: reopening keeps the owner (who did the work stays visible); §11: it
+    comes back to the live board first, in the same change."""
+    write_board(board_dir, [record(1, status="completed", owner="ada", updatedAt=OLD), record(2)])
+    assert run.json("archive")["archived"] == [1]
+    got = run.json("reopen", "1")
+    assert (got["status"], got["owner"]) == ("pending", "ada") and "archived" not in got
+    assert archived_ids(board_dir) == set() and (board_dir / "task_1.json").exists()
+    assert [e["event"] for e in load_journal(board_dir) if e["task"] == 1][-1] == "restored"
     assert_sound(board_dir)
 
 

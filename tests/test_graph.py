@@ -123,6 +123,7 @@ class BoardModel(RuleBasedStateMachine):
         self.status: dict[int, str] = {}
         self.edges: set[tuple[int, int]] = set()
         self.archived: set[int] = set()  # what the model knows is archived
+        self.owner: dict[int, str] = {}  # DESIGN §3: release and restoring a deleted task clear it
         self.named: set[int] = set()  # the tasks the last rule named: only they and their neighbours leave the archive
 
     def teardown(self):
@@ -204,9 +205,19 @@ class BoardModel(RuleBasedStateMachine):
         outcome = self.board.restore(task)
         if self.status[task] == "deleted":
             self.status[task] = "pending"
+            self.owner[task] = ""  # pending work nobody reserved, as a release leaves it
         assert outcome.record["status"] == self.status[task]
+        assert outcome.record["owner"] == self.owner[task]
         self.archived.discard(task)
         assert task not in self.on_disk_archived()
+
+    @precondition(lambda self: "deleted" in self.status.values() or bool(self.archived))
+    @rule(data=st.data())
+    def restore_one_that_can_be(self, data):
+        """`restore` of a task that is deleted or archived (one that exists, so the rule
+        above is not left to chance)."""
+        deleted = [t for t, s in self.status.items() if s == "deleted"]
+        self.restore(data.draw(st.sampled_from(sorted(set(deleted) | self.archived))))
 
     ids = st.integers(1, 12)
 
@@ -229,6 +240,7 @@ class BoardModel(RuleBasedStateMachine):
         assert not missing and not deleted and not cyclic
         assert outcome.record["id"] == new
         self.status[new] = "pending"
+        self.owner[new] = ""
         self.edges |= new_edges
 
     @precondition(lambda self: len(self.status) >= 2)
@@ -282,6 +294,8 @@ class BoardModel(RuleBasedStateMachine):
             return
         assert allowed
         self.status[task] = target
+        if old == "in_progress" and target == "pending":
+            self.owner[task] = ""  # a release
         if target == "completed" and old != "completed":
             freed = sorted(t for t, was in before.items() if not was and self.ready(t) and t != task)
             assert outcome.unblocked == freed
@@ -295,6 +309,24 @@ class BoardModel(RuleBasedStateMachine):
             self.delete(task)
         else:
             self.set_status(task, new_status)
+
+    @precondition(lambda self: any(s != "deleted" for s in self.status.values()))
+    @rule(data=st.data(), name=st.sampled_from(["ada", "bob"]))
+    def give_to(self, data, name):
+        """An owner set by a person (reserving a pending task, or naming who did the work)."""
+        task = data.draw(st.sampled_from([t for t, s in sorted(self.status.items()) if s != "deleted"]))
+        self.named = {task}
+        outcome = self.board.update(task, Patch(owner=name))
+        self.owner[task] = name
+        assert outcome.record["owner"] == name
+
+    @precondition(lambda self: any(s != "deleted" for s in self.status.values()))
+    @rule(data=st.data(), name=st.sampled_from(["ada", "bob"]))
+    def drop_held_work(self, data, name):
+        """A task someone holds or reserved, deleted (its owner stays on the deleted record)."""
+        self.give_to(data, name)
+        (task,) = self.named
+        self.delete(task)
 
     @rule(task=ids)
     def delete(self, task):
@@ -318,6 +350,7 @@ class BoardModel(RuleBasedStateMachine):
             with open(live if live.exists() else archived, encoding="utf-8") as handle:
                 record = json.load(handle)
             assert record["status"] == status
+            assert record["owner"] == self.owner[task]
             assert record["blocks"] == sorted(b for a, b in self.edges if a == task)
             assert record["blockedBy"] == sorted(
                 a for a, b in self.edges if b == task and self.status[a] != "completed"

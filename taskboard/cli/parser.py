@@ -659,11 +659,16 @@ def _list_options(command):
                 "statuses",
                 type=STATUS_FILTER,
                 multiple=True,
-                help="Only these statuses (also done, in-progress, todo, ready, blocked).",
+                help="Only these statuses (also done, in-progress, todo, ready, blocked); archived tasks only with --all.",
             ),
             click.option("--ready", is_flag=True, help="Only pending tasks with no open blocker."),
             click.option("--blocked", is_flag=True, help="Only open tasks with an open blocker."),
-            click.option("--all", "include_deleted", is_flag=True, help="Include deleted tasks."),
+            click.option(
+                "--all",
+                "include_deleted",
+                is_flag=True,
+                help="Include deleted and archived tasks (the archive is read).",
+            ),
         ]
     ):
         command = option(command)
@@ -691,9 +696,13 @@ def list_(
 ):
     """Tasks in ascending id order; only ready tasks (--ready, --status ready) come in ready order.
 
+    Archived tasks (`tasks archive`) are left out unless --all is given: `list`
+    never opens the archive folder, `list --all` does.
+
     \b
-      tasks list --parent 12      # the children of #12
-      tasks list --overdue        # open tasks past their due time
+      tasks list --parent 12                  # the children of #12
+      tasks list --overdue                    # open tasks past their due time
+      tasks list --all --status completed     # every completed task, archived ones too
     """
     from ..ops.query import Query
 
@@ -780,8 +789,8 @@ def archive(inv: Invocation, days, dry_run):
 @common_options
 @pass_inv
 def restore(inv: Invocation, task_id):
-    """Bring back an archived task as it was, or a deleted one as pending (its old
-    edges are not restored).
+    """Bring back an archived task as it was, or a deleted one as pending and
+    unowned (its old edges are not restored).
 
     \b
       tasks restore 12

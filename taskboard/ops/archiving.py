@@ -12,7 +12,8 @@ is: new ids come from the live file names, so an archived id is never handed out
 A move keeps the file's bytes (git shows a rename) and is one all-or-nothing change
 with its journal lines. Any change to an archived task brings it back first
 (taskboard.ops.board.Change); `restore` brings one back on purpose, and takes a deleted
-task back as pending.
+task back as pending and unowned (as a release leaves a task: an owner on a pending task
+would reserve it, DESIGN §3), its old edges not restored.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def _every_live_record(store) -> list[Record]:
 
 def restore(board: Board, task_id: int) -> Outcome:
     """Bring an archived task back to the live board as it is, or a deleted one (live or
-    archived) back as pending (its old edges are not restored: a deleted task has none)."""
+    archived) back as pending and unowned (its old edges are not restored: a deleted task
+    has none)."""
     board.require_board([task_id])
     store = board.store
     with store.writing() as notes:
@@ -136,8 +138,8 @@ def restore(board: Board, task_id: int) -> Outcome:
             )
         edited = change.edit(task_id)
         outcome = Outcome()
-        if edited["status"] == "deleted":
-            edited["status"], edited["blocks"], edited["blockedBy"] = "pending", [], []
+        if edited["status"] == "deleted":  # as a release leaves it (DESIGN §3): unowned, so nobody's reservation
+            edited["status"], edited["owner"], edited["blocks"], edited["blockedBy"] = "pending", "", [], []
             outcome.events.append(Event(task_id, "restored", old="deleted", archived=archived))
         else:
             change.moving.add(task_id)  # unchanged: the same bytes come back (git shows a rename)
