@@ -543,3 +543,19 @@ def test_a_plain_git_fetch_is_enough_for_ready_to_leave_out_a_task_claimed_elsew
     b.tasks("release", "4", owner="bob")
     c.git("fetch", "-q", "origin")
     assert 4 in [r["id"] for r in c.json("ready")]
+
+
+def test_a_reopen_synced_in_from_another_clone_leaves_check_clean(fleet):
+    """Completed in one clone, reopened in another, synced both ways: the file wins (DESIGN
+    §9, §13), so the first clone's record that it completed the task is dropped, not left
+    for check to call a problem; a checkout that rewinds a completion is still reported."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="alice")
+    a.tasks("update", "4", "--status", "completed", owner="alice")
+    a.tasks("sync")
+    b.tasks("sync")
+    b.tasks("update", "4", "--status", "pending")
+    b.tasks("sync")
+    a.tasks("sync")
+    assert a.json("get", "4")["status"] == "pending"
+    assert "board is sound" in a.tasks("check").stderr  # exit 0 (expect=0)

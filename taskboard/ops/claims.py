@@ -881,8 +881,8 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
             )
             continue
         stale = _stale_marks(entry, record, state.board)
-        if stale == ["claim"] and _ended_by_the_file(record):
-            _drop_claim(state, uid, record)
+        if stale and all(_ended_by_the_file(key, entry, record) for key in stale):
+            _drop_marks(state, uid, record)
             continue
         if not stale:
             continue
@@ -910,21 +910,32 @@ def state_problems(store: Store, fix: bool = False) -> list[Any]:
     return problems
 
 
-def _ended_by_the_file(record: Record | None) -> bool:
-    """Whether the task's file ended the claim this board recorded: completed, given back
-    (pending), or held by another owner (a takeover made on another machine, synced in).
-    Another writer did it (DESIGN §13: the s12 family takes no lock and keeps no runtime
-    state), a sync brought it, or a checkout put the file back once the lease ran out (one
-    whose lease still runs is honoured: Runtime.rewound): the file wins."""
-    return record is not None and record["status"] in ("completed", "pending", "in_progress")
+def _ended_by_the_file(mark: str, entry: Entry, record: Record | None) -> bool:
+    """Whether the task's file ended a mark this board recorded. A claim: the file says
+    completed, given back (pending), or held by another owner (a takeover made on another
+    machine, synced in). A completion ("done"): the file says open and was written since
+    (a reopen made on another machine and synced in; one written before the mark is a
+    checkout that rewound the file, and stays a problem to report). Another writer did it
+    (DESIGN §13: the s12 family takes no lock and keeps no runtime state), a sync brought
+    it, or a checkout put the file back once the lease ran out (one whose lease still runs
+    is honoured: Runtime.rewound): the file wins."""
+    if record is None:
+        return False
+    if mark == "claim":
+        return record["status"] in ("completed", "pending", "in_progress")
+    return (
+        record["status"] != "completed" and entry.done is not None and not _written_before(record, entry.done.get("at"))
+    )
 
 
-def _drop_claim(state: State, uid: str, record: Record | None) -> None:
-    """The stale claim on a task whose file ended it, dropped (what the file says stays)."""
+def _drop_marks(state: State, uid: str, record: Record | None) -> None:
+    """The stale marks on a task whose file ended them, dropped (what the file says stays)."""
     with state.locked():
         entry = state.read(uid)
-        if _stale_marks(entry, record, state.board) == ["claim"]:
-            entry.claim = None
+        stale = _stale_marks(entry, record, state.board)
+        if stale and all(_ended_by_the_file(key, entry, record) for key in stale):
+            for key in stale:
+                setattr(entry, key, None)
             state.write(entry)
 
 
