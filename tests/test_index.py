@@ -156,14 +156,19 @@ def _audit(event: str, args: tuple) -> None:
 sys.addaudithook(_audit)  # once for the module: audit hooks cannot be removed
 
 
-def task_opens(board: Path, *args: str) -> set[int]:
-    """The task files one read opens (seen by an audit hook: open(), os.open, io alike)."""
+def recorded_call(board: Path, *args: str) -> dict:
+    """One command on the board with the audit hook recording what it opens (_OPENED)."""
     _OPENED.clear()
     _RECORDING[0] = True
     try:
-        result = call(["--dir", str(board), *args])
+        return call(["--dir", str(board), *args])
     finally:
         _RECORDING[0] = False
+
+
+def task_opens(board: Path, *args: str) -> set[int]:
+    """The task files one read opens (seen by an audit hook: open(), os.open, io alike)."""
+    result = recorded_call(board, *args)
     assert result["exit"] == 0, result
     names = [Path(path).name for path in _OPENED if Path(path).parent == board]
     return {int(name[5:-5]) for name in names if name.startswith("task_") and name.endswith(".json")}
@@ -491,12 +496,7 @@ def test_history_is_read_only_by_the_commands_that_show_it(board_dir):
 def archive_reads(board: Path, *args: str) -> tuple[set[int], bool, dict]:
     """The archived task files one read opens, whether it opens or lists the archive
     folder at all, and its result."""
-    _OPENED.clear()
-    _RECORDING[0] = True
-    try:
-        result = call(["--dir", str(board), *args])
-    finally:
-        _RECORDING[0] = False
+    result = recorded_call(board, *args)
     shelf = board / "archive"
     files = {int(Path(p).name[5:-5]) for p in _OPENED if Path(p).parent == shelf and Path(p).name.startswith("task_")}
     return files, any(Path(p) == shelf or Path(p).parent == shelf for p in _OPENED), result

@@ -25,15 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, Protocol
 
-    class Reply(Protocol):
-        """What a call answers: its document, its messages, the error it ends with."""
-
-        @property
-        def document(self) -> Any: ...
-        @property
-        def events(self) -> list[tuple[str, Any]]: ...
-        @property
-        def failure(self) -> TaskError | None: ...
+    from ..agents.mcp import Reply  # what a call answers, as the MCP server reads it too
 
     class Tools(Protocol):
         """The tool table `tasks schema` and `tasks call` speak for."""
