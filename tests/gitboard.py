@@ -167,6 +167,13 @@ class Machine:
     def records(self) -> dict[int, dict]:
         return load_board(self.board)
 
+    def worktree(self, name: str) -> Machine:
+        """A linked worktree of this clone beside it, on a new branch `name` from
+        origin/main (git worktree add): the clone's runtime state is shared with it."""
+        top = self.top.parent / f"{self.top.name}-{name}"
+        self.git("worktree", "add", "-q", "-b", name, str(top), "origin/main")
+        return Machine(top, self.env)
+
     def by_uid(self) -> dict[str, tuple]:
         """The board as it must agree across machines: by uid, edges as uids."""
         records = self.records()

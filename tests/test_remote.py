@@ -5,8 +5,10 @@ boards together; claims are won on the remote's claim refs, exactly once."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
+import time
 
 import pytest
 from gitboard import TASKS, Fleet, Machine, plan
@@ -552,10 +554,54 @@ def test_a_reopen_synced_in_from_another_clone_leaves_check_clean(fleet):
     a, b = fleet.planned("a", "b")
     a.tasks("claim", "4", owner="alice")
     a.tasks("update", "4", "--status", "completed", owner="alice")
+    completed = time.time()
     a.tasks("sync")
     b.tasks("sync")
+    after_this_second(completed)  # a reopen in the completion's own second is not known to be later
     b.tasks("update", "4", "--status", "pending")
     b.tasks("sync")
     a.tasks("sync")
     assert a.json("get", "4")["status"] == "pending"
     assert "board is sound" in a.tasks("check").stderr  # exit 0 (expect=0)
+
+
+def after_this_second(moment: float) -> None:
+    """Wait until the clock has left the second `moment` falls in. `updatedAt` names a
+    second, so a change made now is known to come after `moment` only from then on: the
+    condition is the clock itself."""
+    later = math.floor(moment) + 1
+    while (left := later - time.time()) > 0:
+        time.sleep(left)
+
+
+def test_a_reopen_merged_into_a_second_worktree_frees_the_claim_there(fleet):
+    """A task completed in one worktree of a clone and reopened in another clone: once the
+    reopen is synced into a second worktree of the first clone (one board per worktree,
+    `tasks.worktrees branch`), the file there says pending and was written after the
+    completion, so the file wins (DESIGN §8, §9, §13) and the task can be claimed there.
+    A file older than the completion (a checkout that rewound it) still meets the
+    completion made in the other worktree: refused, and left out of ready. (The reopen
+    keeps alice, who did the work, as the owner: the task is hers to claim again.)"""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    second = a.worktree("second")
+    a.tasks("claim", "4", owner="alice")
+    a.tasks("done", "4", owner="alice")
+    completed = time.time()
+    a.tasks("sync")
+    behind = second.git("rev-parse", "HEAD").stdout.strip()  # its task_4.json: pending, from before
+    assert "was completed in another worktree" in second.tasks("claim", "4", owner="alice", expect=4).stderr
+    b.tasks("sync")
+    after_this_second(completed)
+    b.tasks("reopen", "4")
+    b.tasks("sync")
+    second.tasks("sync")
+    assert second.json("get", "4")["status"] == "pending"
+    assert 4 in [r["id"] for r in second.json("ready")]
+    second.git("checkout", behind, "--", ".tasks/task_4.json")  # rewound: older than the completion
+    assert 4 not in [r["id"] for r in second.json("ready")]
+    assert "was completed in another worktree" in second.tasks("claim", "4", owner="alice", expect=4).stderr
+    second.git("checkout", "HEAD", "--", ".tasks/task_4.json")
+    took = second.json("claim", "4", owner="alice")
+    assert (took["status"], took["owner"]) == ("in_progress", "alice")
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [("claimed", "alice")]

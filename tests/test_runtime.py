@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from invariants import assert_sound, record, snapshot, write_board
 
-from taskboard.disk.state import STATE_FOLDER, State, locate, parse_duration
+from taskboard.disk.state import STATE_FOLDER, State, iso, locate, parse_duration
 from taskboard.disk.store import Store
 from taskboard.ops import claims
 
@@ -444,6 +444,26 @@ def test_check_drops_a_claim_the_task_file_no_longer_bears_out(clone, tmp_path):
     assert fixed["ok"] is True and all(p["fixed"] for p in fixed["problems"])
     assert run_there.json("--as", "bob", "claim", "1")["owner"] == "bob"
     assert run_here("check", "--json").exit_code == 0
+
+
+def test_a_completion_mark_yields_only_to_a_file_written_in_a_later_second():
+    """The one rule claim and check follow (claims.reopened_since): a completion made in
+    another worktree, or on this board, gives way to a task file that says open and was
+    written after it; `updatedAt` names a second, so a file of the mark's own second is
+    not known to be later, and an older one is a checkout that rewound the completion."""
+    at = 1_800_000_000.75
+    done = {"board": "/elsewhere/.tasks", "by": "ann", "at": at}
+
+    def written(status: str, moment: float) -> dict:
+        return {"status": status, "updatedAt": iso(moment)}
+
+    assert claims.reopened_since(written("pending", at + 1), done)
+    assert claims.reopened_since(written("in_progress", at + 1), done)
+    assert not claims.reopened_since(written("pending", at - 0.5), done)  # the same second
+    assert not claims.reopened_since(written("pending", at - 1), done)  # rewound
+    assert not claims.reopened_since(written("completed", at + 1), done)
+    assert not claims.reopened_since({"status": "pending"}, done)  # no time: nothing says it is later
+    assert not claims.reopened_since(written("pending", at + 1), None)
 
 
 # -- waking up ----------------------------------------------------------------------------------------

@@ -74,12 +74,14 @@ class Runtime:
         """Whether a claim or done mark was made on this board (this worktree)."""
         return mark is not None and mark["board"] == self.state.board
 
-    def elsewhere(self, entry: Entry) -> tuple[str, dict] | None:
+    def elsewhere(self, record: Record, entry: Entry) -> tuple[str, dict] | None:
         """("claimed", claim) while another worktree holds the task (a lease it let expire
-        no longer counts), ("completed", done) once another worktree completed it."""
+        no longer counts), ("completed", done) once another worktree completed it, unless
+        this board's file reopened it since (reopened_since: a reopen made in another clone
+        and merged in; the file wins)."""
         if entry.claim and not self.here(entry.claim) and not entry.expired(self.now):
             return "claimed", entry.claim
-        if entry.done and not self.here(entry.done):
+        if entry.done and not self.here(entry.done) and not reopened_since(record, entry.done):
             return "completed", entry.done
         return None
 
@@ -106,6 +108,23 @@ class Runtime:
     def stale(self, record: Record, entry: Entry) -> bool:
         """Whether the holder's lease on this board ran out (anyone may take the task over)."""
         return self.claim_here(record, entry) is not None and entry.expired(self.now)
+
+
+def reopened_since(record: Record | None, done: dict | None) -> bool:
+    """Whether the task's file says it is not completed and was written after the
+    completion mark `done` was made (a reopen made elsewhere and synced or merged in):
+    then the file wins over the mark, in every worktree (Runtime.elsewhere) and on the
+    board that made it (check drops it). A file written before the mark is a checkout
+    that rewound the completion, and the mark stands. `updatedAt` names a second, so a
+    file written in the mark's own second is not known to be later (as the index trusts
+    no ctime within RACY_NS of the clock): the mark stands, the safe side for a claim
+    (check reports it; --fix drops it)."""
+    if record is None or done is None or record.get("status") == "completed":
+        return False
+    updated, moment = record.get("updatedAt"), done.get("at")
+    if type(updated) is not str or not isinstance(moment, (int, float)):
+        return False
+    return updated > iso(moment)
 
 
 def _written_before(record: Record, moment: Any) -> bool:
@@ -234,7 +253,7 @@ def refusal_of(change: Change, runtime: Runtime, record: Record, owner: str) -> 
     entry = runtime.entry(record)
     if status == "deleted":
         return Refused(f"{ref} is deleted")
-    refusal = _refusal_elsewhere(record["id"], runtime.elsewhere(entry))
+    refusal = _refusal_elsewhere(record["id"], runtime.elsewhere(record, entry))
     rewound = runtime.rewound(record, entry)
     if refusal is None and rewound is not None and rewound["owner"] != owner:
         refusal = Refused(
@@ -383,7 +402,7 @@ def renew(board: Desk[Store], task_id: int, lease: float | None = None) -> Outco
         entry = runtime.entry(record)
         outcome = Outcome(record)
         ref = f"#{task_id}"
-        other = runtime.elsewhere(entry)
+        other = runtime.elsewhere(record, entry)
         if other is not None and other[0] == "claimed" and other[1]["owner"] != owner:
             raise Refused(
                 f"{ref} was taken over by {other[1]['owner']} {_where(other[1])}; your claim on it has ended",
@@ -428,7 +447,7 @@ def before_commit(store: Store, change: Change, task_id: int, outcome: Outcome, 
     plan: dict[str, Any] = {}
     holder = change.was.get(task_id, (record["status"], record["owner"]))
     if caller and holder == ("in_progress", caller):
-        other = runtime.elsewhere(entry)
+        other = runtime.elsewhere(record, entry)
         if other and other[0] == "claimed" and other[1]["owner"] != caller and not intent.get("force"):
             raise Refused(
                 f"#{task_id} was taken over by {other[1]['owner']} {_where(other[1])} after your lease ran out",
@@ -551,7 +570,7 @@ def facts(store: Store, records: list[Record], now: float | None = None) -> dict
             fact["attempts"] = entry.attempts
             fact["stuck"] = entry.stuck
             fact["last_failure"] = entry.failures[-1]["note"]
-        other = runtime.elsewhere(entry)
+        other = runtime.elsewhere(record, entry)
         if other is not None and record["status"] in OPEN:
             kind, mark = other
             fact["elsewhere"] = {"kind": kind, "owner": mark.get("owner", mark.get("by", "")), "board": mark["board"]}
@@ -596,7 +615,7 @@ def not_offered(store: Store, records: list[Record]) -> set[int]:
     by_uid = {record["uid"]: record for record in records if is_uid(record.get("uid"))}
     hidden = set()
     for uid, entry in state.entries(set(by_uid)).items():
-        if entry.stuck or runtime.elsewhere(entry) is not None or runtime.rewound(by_uid[uid], entry):
+        if entry.stuck or runtime.elsewhere(by_uid[uid], entry) is not None or runtime.rewound(by_uid[uid], entry):
             hidden.add(by_uid[uid]["id"])
     return hidden
 
@@ -717,7 +736,7 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
             return False  # unreadable, or on a cycle: a person must step in
         if blocker_id not in finishing:
             entry = runtime.entry(blocker)
-            other = runtime.elsewhere(entry)
+            other = runtime.elsewhere(blocker, entry)
             finishing[blocker_id] = (
                 not entry.stuck
                 and not (other is not None and other[0] == "completed")
@@ -732,7 +751,7 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
         if status not in OPEN:
             return "done"
         entry = runtime.entry(record)
-        other = runtime.elsewhere(entry)
+        other = runtime.elsewhere(record, entry)
         if entry.stuck:
             return "stuck"
         if other is not None and other[0] == "completed":
@@ -923,9 +942,7 @@ def _ended_by_the_file(mark: str, entry: Entry, record: Record | None) -> bool:
         return False
     if mark == "claim":
         return record["status"] in ("completed", "pending", "in_progress")
-    return (
-        record["status"] != "completed" and entry.done is not None and not _written_before(record, entry.done.get("at"))
-    )
+    return reopened_since(record, entry.done)
 
 
 def _drop_marks(state: State, uid: str, record: Record | None) -> None:
