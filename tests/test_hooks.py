@@ -2,7 +2,7 @@
 clone's git config, run after the change commits with the event as JSON on stdin, in
 the background with a timeout; a failing hook is journaled and changes nothing; a
 change merged from elsewhere runs none. Real git, real shell scripts, real processes;
-each wait is a bounded poll on a file the hook writes."""
+each wait is on a file event in the folder a hook writes to (tests/watching.py)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,13 @@ from pathlib import Path
 
 import pytest
 from conftest import tasks_process
+from watching import IN_CLOSE_WRITE, IN_CREATE, IN_MOVED_TO, until
 
 
-def wait_for(condition, seconds: float = 30.0):
-    """Poll a real condition (a file a hook writes, a journal line) for at most `seconds`."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"not within {seconds} s: {condition.__doc__ or condition}")
+def wait_for(condition, folder: Path, seconds: float = 30.0):
+    """A real condition (a file a hook writes, a journal line), looked at again each time
+    a file in `folder` is written, created or put in place, for at most `seconds`."""
+    return until(condition, folder, IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO, seconds)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -61,6 +57,13 @@ def script(folder: Path, name: str, body: str) -> str:
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
     return str(path)
+
+
+def appends_event(seen: Path) -> str:
+    """A hook that appends its event to `seen` as one line in one write (O_APPEND). Hooks
+    run at once, each in its own process: a hook that wrote the event and then its newline
+    could have another hook's event land between the two."""
+    return f"""python3 -c 'import sys; sys.stdout.write(sys.stdin.read() + "\\n")' >> {seen}"""
 
 
 def json_lines(path: Path) -> list[dict]:
@@ -123,7 +126,7 @@ def test_a_hook_gets_the_event_as_json_after_the_change_commits(repo, tmp_path):
         found = json_lines(seen)
         return found if len(found) >= 10 else None
 
-    events = wait_for(all_events)
+    events = wait_for(all_events, tmp_path)
     assert sorted((e["event"], e["task"]) for e in events) == sorted(
         [
             ("created", 1),
@@ -156,7 +159,7 @@ def test_a_failing_hook_is_journaled_and_changes_nothing(repo, tmp_path):
         entries = json.loads(tasks(repo, "log", "1", "--json").stdout)
         return [e for e in entries if e["event"] == "hook-failed"]
 
-    [failure] = wait_for(journaled)
+    [failure] = wait_for(journaled, repo / ".tasks" / "journal")
     assert failure["hook"] == "completed" and failure["exit"] == 3 and "it broke" in failure["output"]
     assert (repo / ".tasks" / "task_1.json").read_bytes() == record
     assert json.loads(tasks(repo, "get", "1", "--json").stdout)["status"] == "completed"
@@ -174,13 +177,13 @@ def test_a_hook_that_runs_too_long_is_killed_and_journaled(repo, tmp_path):
         entries = json.loads(tasks(repo, "log", "1", "--json").stdout)
         return [e for e in entries if e["event"] == "hook-failed"]
 
-    [failure] = wait_for(journaled)
+    [failure] = wait_for(journaled, repo / ".tasks" / "journal")
     assert marker.exists() and failure.get("timed_out") is True
 
 
 def test_tool_calls_run_hooks_too(repo, tmp_path):
     seen = tmp_path / "seen.jsonl"
-    tasks(repo, "hook", "add", "created", f"cat >> {seen}; echo >> {seen}")
+    tasks(repo, "hook", "add", "created", appends_event(seen))
     call = {"name": "task_create", "input": {"subject": "From a model"}}
     tasks(repo, "call", input=json.dumps(call).encode())
 
@@ -188,7 +191,7 @@ def test_tool_calls_run_hooks_too(repo, tmp_path):
         """the created event"""
         return json_lines(seen)
 
-    [event] = wait_for(written)
+    [event] = wait_for(written, tmp_path)
     assert event["event"] == "created" and event["record"]["subject"] == "From a model"
 
 
@@ -197,7 +200,7 @@ def test_an_import_runs_the_created_hook_for_each_task(repo, tmp_path, source):
     """A plan file and a Claude Code task list are both created here: each task they make
     runs the clone's `created` hooks, as a `tasks create` would."""
     seen = tmp_path / "seen.jsonl"
-    tasks(repo, "hook", "add", "created", f"cat >> {seen}; echo >> {seen}")
+    tasks(repo, "hook", "add", "created", appends_event(seen))
     if source == "plan":
         plan = {"tasks": [{"key": "a", "subject": "First"}, {"key": "b", "subject": "Second", "blockedBy": ["a"]}]}
         tasks(repo, "import", "-", input=json.dumps(plan).encode())
@@ -214,7 +217,7 @@ def test_an_import_runs_the_created_hook_for_each_task(repo, tmp_path, source):
         events = json_lines(seen)
         return events if len(events) == 2 else None
 
-    events = wait_for(written)
+    events = wait_for(written, tmp_path)
     assert sorted((event["event"], event["record"]["subject"]) for event in events) == [
         ("created", "First"),
         ("created", "Second"),
@@ -243,13 +246,13 @@ def test_changes_merged_from_elsewhere_run_no_hook(repo, tmp_path):
     tasks(repo, "sync")  # a sync merges too, and runs no hook either
     # a change made here runs its hook; the merged completion ran none before it
     tasks(repo, "create", "Ours")
-    wait_for((tmp_path / "created-here").exists)
+    wait_for((tmp_path / "created-here").exists, tmp_path)
     assert not (tmp_path / "completed-here").exists()
 
 
 def test_a_failed_gate_runs_the_failed_hook(repo, tmp_path):
     seen = tmp_path / "failed.jsonl"
-    tasks(repo, "hook", "add", "failed", f"cat >> {seen}; echo >> {seen}")
+    tasks(repo, "hook", "add", "failed", appends_event(seen))
     tasks(repo, "create", "Gated", "--gate", "exit 1")
     tasks(repo, "done", "1", code=7)  # the gate fails: nothing completed, one failed attempt journaled
     tasks(repo, "create", "Gated too", "--gate", "exit 2")
@@ -261,7 +264,7 @@ def test_a_failed_gate_runs_the_failed_hook(repo, tmp_path):
         found = json_lines(seen)
         return found if len(found) == 2 else None
 
-    events = sorted(wait_for(both), key=lambda event: event["task"])
+    events = sorted(wait_for(both, tmp_path), key=lambda event: event["task"])
     assert [(e["event"], e["task"]) for e in events] == [("failed", 1), ("failed", 2)]
     assert [e["gate"]["exit"] for e in events] == [1, 2]
     assert [e["gate"]["command"] for e in events] == ["exit 1", "exit 2"]

@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 from gitboard import git_env
 from invariants import assert_sound
+from watching import IN_CREATE, IN_MOVED_TO, until
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 MARKER = "<!-- agent-loop: tested by tests/test_readme_loop.py -->"
@@ -192,13 +193,21 @@ do_the_work() {
 
 
 def wait_for(path: Path, procs: list, seconds: float) -> None:
-    """Until `path` exists (a real condition), failing at once if an agent ended first."""
-    deadline = time.monotonic() + seconds
-    while not path.exists():
+    """Until `path` exists (woken by its rename into place, a file event), failing at once
+    if an agent ended first (woken by its pidfd)."""
+    ends = tuple(os.pidfd_open(proc.pid) for proc in procs)
+
+    def appeared() -> bool:
+        """the file in place, every agent still running"""
         ended = [proc.returncode for proc in procs if proc.poll() is not None]
         assert not ended, f"an agent ended before {path.name} appeared: {ended}"
-        assert time.monotonic() < deadline, f"{path.name} did not appear within {seconds} s"
-        time.sleep(0.02)
+        return path.exists()
+
+    try:
+        until(appeared, path.parent, IN_MOVED_TO | IN_CREATE, seconds, also=ends)
+    finally:
+        for fd in ends:
+            os.close(fd)
 
 
 def test_three_agents_in_worktrees_one_killed_finish_the_plan(tmp_path):

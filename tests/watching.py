@@ -1,6 +1,7 @@
 """inotify (Linux) for tests that must act at an exact point of another process's work:
-after it read a file, or once it staged one. Waiting on the kernel's event is waiting on
-a real condition, never on a guessed time."""
+after it read a file, or once it staged one, and for tests that wait for a file another
+process writes (`until`). Waiting on the kernel's event is waiting on a real condition,
+never on a guessed time."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import ctypes
 import os
 import select
 import struct
+import time
 
+IN_CLOSE_WRITE = 0x08
 IN_CLOSE_NOWRITE = 0x10
 IN_MOVED_TO = 0x80
 IN_CREATE = 0x100
@@ -31,8 +34,10 @@ class Watch:
         assert name is not None, "the awaited file event never came"
         return name
 
-    def within(self, wanted, timeout: float) -> str | None:
-        """As wait, or None when no such event came within `timeout` seconds of quiet."""
+    def within(self, wanted, timeout: float, also: tuple[int, ...] = ()) -> str | None:
+        """As wait, or None when no such event came within `timeout` seconds of quiet, or
+        as soon as one of the file descriptors `also` is readable (a pidfd: its process
+        ended)."""
         while True:
             while len(self.buffer) >= _HEADER.size:
                 _wd, _mask, _cookie, length = _HEADER.unpack_from(self.buffer)
@@ -40,10 +45,29 @@ class Watch:
                 self.buffer = self.buffer[_HEADER.size + length :]
                 if wanted(name):
                     return name
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
+            ready, _, _ = select.select([self.fd, *also], [], [], timeout)
+            if not ready or any(fd in ready for fd in also):
                 return None
             self.buffer += os.read(self.fd, 65536)
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+def until(condition, folder: os.PathLike | str, mask: int, seconds: float = 30.0, also: tuple[int, ...] = ()):
+    """condition()'s first true value, looked at again after each event `mask` on an entry
+    of `folder` (the watch is set before the first look, so no event slips between a look
+    and the wait) and whenever a file descriptor of `also` becomes readable; an assertion
+    error naming the condition (its docstring) when `seconds` pass first."""
+    watch = Watch(folder, mask)
+    try:
+        deadline = time.monotonic() + seconds
+        while True:
+            found = condition()
+            if found:
+                return found
+            left = deadline - time.monotonic()
+            assert left > 0, f"not within {seconds} s: {condition.__doc__ or condition}"
+            watch.within(lambda _name: True, left, also)
+    finally:
+        watch.close()
