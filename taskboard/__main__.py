@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         inv.on_board = _finish_merge
     try:
         fast = _git_entry(args) or fast_command(args, inv)
+        _ENDED[0] = fast is not None and inv.command in _QUICK_TO_LEAVE  # nothing to tear down, whatever it answers
         return fast() if fast is not None else _run_click(args, inv)
     except TaskError as exc:
         if getattr(exc, "recorded", None) is not None:  # a failed gate journaled a failed attempt: its hooks
@@ -56,6 +57,27 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("TASKS_DEBUG"):
             raise
         return fail(json_mode, "internal", internal_text(exc), 1)
+
+
+_QUICK_TO_LEAVE = ("get", "list", "ready", "create", "claim")  # the fast path, `call` (any tool) aside
+_ENDED = [False]  # a command of _QUICK_TO_LEAVE ran: `leave` may end the process at once
+
+
+def leave(code: int) -> None:
+    """End the process with `code` (the script's and `python -m taskboard`'s last step).
+    After a command of the fast path (no thread left, nothing registered to run at exit,
+    every answer written and flushed) it ends at once: tearing the interpreter down frees
+    every module and object one by one, ~6 ms of CPU, a sixth of a whole `create`. Else,
+    and for anything `main` of a test ran, the ordinary exit."""
+    if not _ENDED[0]:
+        sys.exit(code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: started with the descriptor closed
+                stream.flush()
+        except (OSError, ValueError):  # as the interpreter's own exit: a lost answer is no success
+            code = code or 120
+    os._exit(code)
 
 
 def _git_entry(args: list[str]) -> Callable[[], int] | None:
@@ -240,4 +262,4 @@ if __name__ == "__main__":  # python -m taskboard; imported (the `tasks` script)
         from .git.driver import main as driver
 
         sys.exit(driver(sys.argv[2:]))
-    sys.exit(main())
+    leave(main())

@@ -4,8 +4,12 @@ code through either, on the same board, so the two cannot drift apart."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from unittest import mock
 
 import pytest
@@ -90,3 +94,36 @@ def test_fast_path_and_click_agree_on_generated_command_lines(tmp_path):
     agree()
     # the comparison means something only if both paths were taken
     assert taken["fast"] >= 30 and taken["click"] >= 30, taken
+
+
+# A process that ends the way `tasks` does (taskboard.__main__.leave), with an exit handler
+# that says it ran: the fast path ends at once, the rest as any Python program.
+ENDING = """
+import atexit, os, sys
+from taskboard.__main__ import leave, main
+atexit.register(lambda: os.write(2, b"torn down\\n"))
+leave(main(sys.argv[1:]))
+"""
+
+
+def test_the_fast_path_ends_at_once_with_its_whole_answer_and_exit_code(tmp_path):
+    board = tmp_path / ".tasks"
+    write_board(board, [record(n, f"task {n} " + "x" * 400) for n in range(1, 301)])
+    env = {**os.environ, "TASKS_DIR": str(board)}
+    env.pop("TASKS_OWNER", None)
+
+    def ending(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", ENDING, *args], env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=60
+        )
+
+    listed = ending("list", "--json")  # ~150 kB through a pipe: all of it arrives
+    assert listed.returncode == 0 and b"torn down" not in listed.stderr, listed.stderr
+    assert [r["id"] for r in json.loads(listed.stdout)] == list(range(1, 301))
+    created = ending("create", "one more", "--json")
+    assert created.returncode == 0 and json.loads(created.stdout)["id"] == 301 and b"torn down" not in created.stderr
+    missing = ending("get", "999", "--json")
+    assert missing.returncode == 3 and b'"not_found"' in missing.stderr and b"torn down" not in missing.stderr
+    for slow in (["log"], ["create", "by click"], ["call"]):  # click, and `call` (any tool): the ordinary exit
+        done = ending(*slow)
+        assert b"torn down" in done.stderr, (slow, done.stderr)
