@@ -141,18 +141,56 @@ def named(browser, server, name: str = "alice") -> None:
     browser.get(server.url + "/")
 
 
-def test_a_refused_action_shows_the_command_lines_message(browser, server, board):
-    cli = tasks(board, "done", "3", caller="alice")  # bob holds #3
-    assert cli.returncode == 4
-    message = cli.stderr.strip().removeprefix("tasks: error: ")
-    named(browser, server)
-    click(browser, "complete-3")
-    flash = browser.find_element(By.ID, "flash")
-    wait(browser, lambda: flash.is_displayed() and flash.text, "no answer shown")
-    assert flash.text == message
-    assert flash.get_attribute("role") == "alert"
-    assert record(board, 3)["status"] == "in_progress"
-    assert errors(browser) == []  # a refusal is an answer, not a failed request
+def rename(driver, name: str) -> None:
+    """Name yourself on the page, as a person does (the form at the top)."""
+    field = driver.find_element(By.ID, "who-name")
+    field.clear()
+    field.send_keys(name)
+    driver.find_element(By.CSS_SELECTOR, "#who button").click()
+    wait(driver, lambda: driver.find_element(By.TAG_NAME, "body").get_attribute("data-user") == name, "no name")
+
+
+def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
+    """A page that offers an action the board then refuses: bob's page offers Complete on
+    #1, which bob holds; in another tab of the same browser its user names themselves alice
+    (the name is the browser's; nothing on the board changed, so no feed tells bob's page).
+    The Complete still shown is refused to alice with the words `tasks --as alice done 1`
+    says, and nothing is written.
+
+    Deterministic: the board is this test's own and nothing writes to it once the server
+    has started, so no live update can take the button away before the click."""
+    board = tmp_path / ".tasks"
+    assert tasks(board, "create", "Held by bob").returncode == 0
+    assert tasks(board, "claim", "1", caller="bob").returncode == 0
+    before = (board / "task_1.json").read_bytes()
+    served = Served(board)
+    first = None
+    try:
+        named(browser, served, "bob")
+        first = browser.current_window_handle
+        assert browser.find_elements(By.ID, "complete-1") != []
+        browser.switch_to.new_window("tab")
+        browser.get(served.url + "/")
+        rename(browser, "alice")
+        browser.close()
+        browser.switch_to.window(first)
+        assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-user") == "bob"  # left as it was
+        click(browser, "complete-1")
+        flash = browser.find_element(By.ID, "flash")
+        wait(browser, lambda: flash.is_displayed() and flash.text, "no answer shown")
+        cli = tasks(board, "done", "1", caller="alice")  # after the page: nothing writes while it is open
+        assert cli.returncode == 4
+        assert flash.text == cli.stderr.strip().removeprefix("tasks: error: ")
+        assert "held by bob" in flash.text and "you are alice" in flash.text
+        assert flash.get_attribute("role") == "alert"
+        assert (board / "task_1.json").read_bytes() == before  # nothing written
+        assert errors(browser) == []  # a refusal is an answer, not a failed request
+    finally:
+        if first is not None and browser.current_window_handle != first:
+            browser.close()
+            browser.switch_to.window(first)
+        browser.get("about:blank")  # leave before the server stops: its feed failing is no error of the page
+        served.stop()
 
 
 def test_a_keyboard_alone_can_claim(browser, server, board):
