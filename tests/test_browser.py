@@ -155,7 +155,7 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
     #1, which bob holds; in another tab of the same browser its user names themselves alice
     (the name is the browser's; nothing on the board changed, so no feed tells bob's page).
     The Complete still shown is refused to alice with the words `tasks --as alice done 1`
-    says, and nothing is written.
+    says, nothing is written, and the page then offers alice no Complete there.
 
     Deterministic: the board is this test's own and nothing writes to it once the server
     has started, so no live update can take the button away before the click."""
@@ -172,6 +172,7 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
         browser.switch_to.new_window("tab")
         browser.get(served.url + "/")
         rename(browser, "alice")
+        wait(browser, lambda: browser.find_elements(By.ID, "complete-1") == [], "this tab never caught up")
         browser.close()
         browser.switch_to.window(first)
         assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-user") == "bob"  # left as it was
@@ -184,6 +185,8 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
         assert "held by bob" in flash.text and "you are alice" in flash.text
         assert flash.get_attribute("role") == "alert"
         assert (board / "task_1.json").read_bytes() == before  # nothing written
+        gone = lambda: browser.find_elements(By.ID, "complete-1") == []  # noqa: E731
+        wait(browser, gone, "the page went on offering alice bob's Complete")
         assert errors(browser) == []  # a refusal is an answer, not a failed request
     finally:
         if first is not None and browser.current_window_handle != first:
@@ -191,6 +194,34 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
             browser.switch_to.window(first)
         browser.get("about:blank")  # leave before the server stops: its feed failing is no error of the page
         served.stop()
+
+
+def test_a_task_held_by_someone_else_offers_neither_complete_nor_release(browser, server, board):
+    """bob holds #3: alice's page offers neither Complete nor Release on its card or its
+    page (the board would refuse her both, DESIGN §3), nor does a page whose user has not
+    said who they are (it asks first, and is not bob by default); bob's does, and naming
+    yourself bob on the page brings them without a reload."""
+    for name in ("alice", ""):
+        if name:
+            named(browser, server, name)
+        else:
+            browser.get(server.url + "/")
+            browser.delete_cookie("tasks_name")
+        for path in ("/", "/task/3"):
+            browser.get(server.url + path)
+            assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-user") == name
+            assert "@bob" in text_of(browser, "main")
+            assert browser.find_elements(By.CSS_SELECTOR, "#complete-3, #release-3") == [], (name, path)
+    browser.get(server.url + "/")
+    browser.execute_script("window.__same_page = 'yes'")
+    rename(browser, "bob")
+    offered = lambda: len(browser.find_elements(By.CSS_SELECTOR, "#complete-3, #release-3")) == 2  # noqa: E731
+    wait(browser, offered, "bob's page never offered Complete and Release")
+    assert browser.execute_script("return window.__same_page") == "yes"
+    browser.get(server.url + "/task/3")
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#complete-3, #release-3")) == 2
+    assert record(board, 3)["owner"] == "bob" and record(board, 3)["status"] == "in_progress"
+    assert errors(browser) == []
 
 
 def test_a_keyboard_alone_can_claim(browser, server, board):

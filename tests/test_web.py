@@ -313,6 +313,28 @@ def test_a_ready_task_reserved_for_someone_else_offers_no_claim(web, board):
     assert 'id="claim-4"' in client_for(board, caller="bob")[0].get("/").text  # --as bob at start
 
 
+def test_a_task_held_by_someone_else_offers_neither_complete_nor_release(web, board):
+    """bob holds #1: the command line refuses alice's done and release of it, so her page
+    offers neither (card and task page), while bob's page offers both."""
+    client, _site = web
+    for command in ("done", "release"):
+        refused = tasks(board, command, "1", caller="alice")
+        assert refused.returncode == 4 and "bob" in refused.stderr, refused.stderr
+    for name, offered in (("alice", False), ("bob", True)):
+        client.cookies.clear()
+        client.cookies.set("tasks_name", name)
+        for page in (client.get("/").text, client.get("/task/1").text):
+            assert "@bob" in page
+            assert ('id="complete-1"' in page, 'id="release-1"' in page) == (offered, offered), name
+    client.cookies.clear()  # no name yet: the page asks before any change, and a name is not bob's by default
+    for page in (client.get("/").text, client.get("/task/1").text):
+        assert 'id="complete-1"' not in page and 'id="release-1"' not in page
+    bobs, _site = client_for(board, caller="bob")  # --as bob at start
+    for page in (bobs.get("/").text, bobs.get("/task/1").text):
+        assert 'id="complete-1"' in page and 'id="release-1"' in page
+    assert record(board, 1)["owner"] == "bob" and record(board, 1)["status"] == "in_progress"
+
+
 def test_claim_and_complete_with_script_answer_json(web, board):
     client, site = web
     page = client.get("/").text
