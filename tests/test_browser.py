@@ -155,7 +155,8 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
     #1, which bob holds; in another tab of the same browser its user names themselves alice
     (the name is the browser's; nothing on the board changed, so no feed tells bob's page).
     The Complete still shown is refused to alice with the words `tasks --as alice done 1`
-    says, nothing is written, and the page then offers alice no Complete there.
+    says, nothing is written, and the page then offers alice no Complete there and says
+    she is alice.
 
     Deterministic: the board is this test's own and nothing writes to it once the server
     has started, so no live update can take the button away before the click."""
@@ -187,6 +188,8 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
         assert (board / "task_1.json").read_bytes() == before  # nothing written
         gone = lambda: browser.find_elements(By.ID, "complete-1") == []  # noqa: E731
         wait(browser, gone, "the page went on offering alice bob's Complete")
+        said = browser.execute_script("return [document.getElementById('who-name').value, document.body.dataset.user]")
+        assert said == ["alice", "alice"]  # and says who the board now takes its user to be
         assert errors(browser) == []  # a refusal is an answer, not a failed request
     finally:
         if first is not None and browser.current_window_handle != first:

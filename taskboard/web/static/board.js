@@ -63,6 +63,9 @@
     }
     const title = fresh.querySelector("title");
     if (title) document.title = title.textContent;
+    // who the server took the page user to be (the name is the browser's: another tab may
+    // have changed it); the form at the top says so too, swapped above unless being typed in
+    if (fresh.body.dataset.user !== undefined) body.dataset.user = fresh.body.dataset.user;
     wire(document);
   }
 
