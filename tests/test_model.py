@@ -111,3 +111,105 @@ def test_json_with_half_a_character_is_refused_and_a_whole_one_read(text, means)
             parse_json(text.encode())
     else:
         assert parse_json(text.encode()) == means
+
+
+# -- JSON without the json package (core.fields, on `_json` alone) ----------------------------
+
+_TEXT = st.text(st.characters(blacklist_categories=()), max_size=8)  # surrogates, controls and all
+_SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | _TEXT
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4), max_leaves=20
+)
+
+
+@given(_VALUES, st.sampled_from([0, 2, 4]), st.booleans(), st.booleans())
+def test_dumps_writes_what_json_dumps_writes(value, indent, sort_keys, ascii):
+    from taskboard.core.fields import dumps
+
+    wanted = json.dumps(value, indent=indent or None, sort_keys=sort_keys, ensure_ascii=ascii)
+    assert dumps(value, indent=indent, sort_keys=sort_keys, ascii=ascii) == wanted
+
+
+@given(_VALUES.filter(lambda value: "NaN" not in json.dumps(value) and "Infinity" not in json.dumps(value)))
+def test_what_dumps_writes_reads_back_as_json_loads_reads_it(value):
+    from taskboard.core.fields import dumps, loads
+
+    text = dumps(value, indent=2)
+    assert loads(text) == json.loads(text)
+    assert loads(text.encode("utf-8", "surrogatepass")) == json.loads(text) or "\\ud" in json.dumps(value).lower()
+
+
+_JSONISH = st.lists(
+    st.sampled_from([*' \t\n\r{}[]:,"\\ue0123456789.-+truefalsnNIfiy', "\\u00e9", "\\ud800", "1e999"]), max_size=24
+).map("".join)
+
+
+@given(_JSONISH | _VALUES.map(json.dumps))
+def test_any_text_parses_as_the_json_package_with_the_same_hooks_parses_it(text):
+    """The strict reading is json.JSONDecoder's C scanner with hooks that refuse NaN,
+    Infinity and 1e999: the same values, the same errors in the same words."""
+    from taskboard.core import fields
+
+    strict = json.JSONDecoder(parse_constant=fields._refuse_constant, parse_float=fields._finite_float)
+    assert _outcome(strict.decode, text) == _outcome(fields.parse_json_value, text)
+
+
+def _outcome(parse, text):
+    try:
+        return ("value", json.dumps(parse(text)))
+    except (ValueError, RecursionError) as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def test_dumps_refuses_what_json_cannot_hold_and_nan_when_asked():
+    from taskboard.core.fields import dumps
+
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        dumps({"a": {1}})
+    with pytest.raises(ValueError):
+        dumps([float("nan")], finite=True)
+    circle: list = []
+    circle.append(circle)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps(circle)
+    assert dumps({1: [True, None]}, indent=2) == json.dumps({1: [True, None]}, indent=2)  # a key written as text
+
+
+@pytest.mark.parametrize(
+    "text, moment",
+    [
+        ("2026-11-29T18:03:11Z", True),
+        ("2026-11-29T18:03:11", False),
+        ("2026-11-29 18:03:11Z", False),
+        ("2026-11-29T18:03:1xZ", False),
+        ("２026-11-29T18:03:11Z", False),  # a digit, but not an ASCII one
+        ("2026-11-29T18:03:11Z\n", False),
+        ("\ud8002026-11-29T18:03:1Z", False),
+        (20261129, False),
+    ],
+)
+def test_a_moment_is_the_records_form_exactly(text, moment):
+    from taskboard.core.fields import is_moment
+
+    assert is_moment(text) is moment
+
+
+@pytest.mark.parametrize("text", ['{"id": 1, "subject": "half', "[1, 2", '{"a" 1}', '"\\x"', "{", '["a\tb"]'])
+def test_a_flaw_is_worded_as_json_words_it_in_a_process_that_never_imported_json(text):
+    """The C scanner names a flaw with json.decoder's error class, which it only finds
+    once something imported it: a fresh process must still get the words, not a
+    SystemError."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\nfrom taskboard.core.fields import parse_json_value\n"
+        "assert 'json' not in sys.modules\n"
+        "try:\n    parse_json_value(sys.argv[1])\nexcept ValueError as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, text], capture_output=True, text=True, timeout=60)
+    try:
+        json.loads(text)
+    except ValueError as exc:
+        wanted = f"JSONDecodeError {exc}"
+    assert (done.stdout.strip(), done.stderr) == (wanted, "")

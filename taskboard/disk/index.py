@@ -33,7 +33,6 @@ closed (completed and deleted) records as JSON text, read only to show history.
 from __future__ import annotations
 
 import gc
-import json
 import marshal
 import os
 import time
@@ -41,7 +40,7 @@ from array import array
 from bisect import bisect_left
 
 from ..core.errors import Corrupt, NotFound
-from ..core.fields import OPEN
+from ..core.fields import OPEN, dumps, loads
 from ..core.model import id_from_file_name, ids_from_file_names
 from .cache import ARCHIVE_NAME, HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
 
@@ -96,7 +95,7 @@ class Snapshot:
         self.ctimes = array("q")
         self.inodes = array("Q")
         self.open: dict[int, Record] = {}
-        self.open_text: dict[int, str] = {}  # json.dumps(record, ensure_ascii=False), ready to print
+        self.open_text: dict[int, str] = {}  # dumps(record), ready to print
         self.recent: dict[int, str] = {}  # status of each readable file read this time and not trusted
         self.closed_text: dict[int, str] | None = None  # filled by load_history
         self.damaged: dict[int, Corrupt] = {}
@@ -140,7 +139,7 @@ class Snapshot:
         return self.kinds.count(KINDS[status]) + sum(1 for found in self.recent.values() if found == status)
 
     def text(self, task_id: int) -> str:
-        """The record as compact JSON, exactly as `json.dumps(record, ensure_ascii=False)`."""
+        """The record as compact JSON, exactly as `dumps(record)`."""
         found = self.open_text.get(task_id)
         if found is None:
             assert self.closed_text is not None, "closed records need the history"
@@ -156,7 +155,7 @@ class Snapshot:
 
     def record(self, task_id: int) -> Record:
         found = self.open.get(task_id)
-        return found if found is not None else json.loads(self.text(task_id))
+        return found if found is not None else loads(self.text(task_id))
 
 
 _UNKNOWN = {"status": "in_progress"}
@@ -453,9 +452,9 @@ def _reread(store: Files, folder: int, shot: Snapshot, positions: list[int], tru
         status = record["status"]
         if status in OPEN:
             shot.open[task_id] = record
-            shot.open_text[task_id] = json.dumps(record, ensure_ascii=False)
+            shot.open_text[task_id] = dumps(record)
         elif shot.closed_text is not None:
-            shot.closed_text[task_id] = json.dumps(record, ensure_ascii=False)
+            shot.closed_text[task_id] = dumps(record)
         if shot.ctimes[i] < trusted:
             shot.kinds[i] = KINDS[status]
         else:
@@ -582,7 +581,7 @@ def add_archive(shot: Snapshot, entries: list[tuple[int, str, str]], damaged: li
             continue
         shown = _marked(text)
         if status in OPEN:  # said so by hand or by a merge: `check` reports it
-            shot.open[task_id] = json.loads(shown)
+            shot.open[task_id] = loads(shown)
             shot.open_text[task_id] = shown
         else:
             shot.closed_text[task_id] = shown
@@ -605,7 +604,7 @@ def _marked(text: str) -> str:
     """A record's compact JSON with `"archived": true` added, exactly as
     `json.dumps({**record, "archived": True}, ensure_ascii=False)` writes it."""
     if '"archived"' in text:  # the file has a key of that name (kept untouched): let json place it
-        return json.dumps({**json.loads(text), "archived": True}, ensure_ascii=False)
+        return dumps({**loads(text), "archived": True})
     return text[:-1] + ', "archived": true}'
 
 
@@ -672,7 +671,7 @@ def _archived(
             except Corrupt as exc:
                 damaged.append(exc)
                 continue
-            kind, text = KINDS[record["status"]], json.dumps(record, ensure_ascii=False)
+            kind, text = KINDS[record["status"]], dumps(record)
         entries.append((task_id, STATUS_OF[kind], text))
         if ctime < trusted:
             kept.append((task_id, ctime, inode, kind, text))

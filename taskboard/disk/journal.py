@@ -17,9 +17,9 @@ people and `check` read the journal, and `log --limit` reads it backwards from t
 
 from __future__ import annotations
 
-import json
 import os
-import re
+
+from ..core.fields import dumps, loads
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -35,8 +35,8 @@ RESERVED = ("at", "actor", "task", "event", "eid")
 # keys of an event's particulars that name other tasks it concerns
 RELATED_KEYS = ("blocker", "dependent", "tasks", "from", "to", "seed")
 
-_SHARD = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}\.jsonl")
-_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+_SLUG_HEAD = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_SLUG_CHARS = _SLUG_HEAD | frozenset("._-")
 _MAX_SLUG = 60
 _CHUNK = 1 << 16
 _MAX_LINE = 1 << 22  # 4 MiB: far beyond any entry we write (a note is at most 64 Ki characters)
@@ -74,7 +74,7 @@ def shard_name(actor: str) -> str:
     keeps the safe lowercase characters of the name; when that changed the name (case,
     spaces, slashes, other scripts) a short hash of the name follows, so two actors
     whose names differ never share a file by accident."""
-    slug = _UNSAFE.sub("-", actor.lower()).strip("-.")[:_MAX_SLUG].strip("-.")
+    slug = _safe(actor.lower()).strip("-.")[:_MAX_SLUG].strip("-.")
     if slug != actor:
         import zlib  # built in, and ~0.1 ms; hashlib costs ~2 ms of start-up
 
@@ -85,7 +85,27 @@ def shard_name(actor: str) -> str:
 def is_shard_name(name: str) -> bool:
     """Whether a name relative to the board is a journal shard this module would write."""
     folder, _, base = name.partition("/")
-    return folder == JOURNAL_DIR and _SHARD.fullmatch(base) is not None
+    stem = base[: -len(SUFFIX)]
+    return (
+        folder == JOURNAL_DIR
+        and base.endswith(SUFFIX)
+        and 0 < len(stem) <= 80
+        and stem[0] in _SLUG_HEAD
+        and _SLUG_CHARS.issuperset(stem)
+    )
+
+
+def _safe(text: str) -> str:
+    """The text with each run of characters outside [a-z0-9._-] as one `-`."""
+    if _SLUG_CHARS.issuperset(text):
+        return text
+    kept: list[str] = []
+    for char in text:
+        if char in _SLUG_CHARS:
+            kept.append(char)
+        elif not kept or kept[-1] != "\0":
+            kept.append("\0")
+    return "".join(kept).replace("\0", "-")
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -142,7 +162,7 @@ def entries(events: Iterable[Event], actor: str, at: str, uids: dict[int, Any] |
 
 def encode(entry_list: Iterable[dict[str, Any]]) -> bytes:
     """Entries as journal lines: one JSON object per line (JSON escapes every newline)."""
-    return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entry_list).encode("utf-8")
+    return "".join(dumps(entry) + "\n" for entry in entry_list).encode("utf-8")
 
 
 def append(root: str | Path, name: str, data: bytes, replay: bool = False, sync: bool = True) -> None:
@@ -215,10 +235,10 @@ def _missing(dir_fd: int, base: str, data: bytes) -> bytes:
 def _eid_of(line: bytes) -> bytes | None:
     """How a line's eid reads in the file; None for a line that is no entry of ours."""
     try:
-        eid = json.loads(line)["eid"]
+        eid = loads(line)["eid"]
     except (ValueError, KeyError, TypeError):
         return None
-    return json.dumps({"eid": eid})[1:-1].encode() if isinstance(eid, str) else None
+    return dumps({"eid": eid}, ascii=True)[1:-1].encode() if isinstance(eid, str) else None
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ lost, never torn into something else (a damaged file reads as empty).
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 import stat
@@ -28,7 +27,7 @@ import time
 from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Corrupt
-from ..core.fields import STUCK_AFTER
+from ..core.fields import STUCK_AFTER, dumps, loads
 from .locks import wait_for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -316,7 +315,7 @@ class State:
             return Entry(uid or "")
         try:
             data = self._bytes(f"{self.folder}/{uid}{_SUFFIX}")
-            document = json.loads(data) if data is not None else None
+            document = loads(data) if data is not None else None
         except (OSError, ValueError):
             return Entry(uid, damaged=True)
         if document is None:
@@ -352,7 +351,7 @@ class State:
             return
         self.ensure_folder()
         temp = f"{self.folder}/.{entry.uid}.{os.getpid()}.tmp"
-        data = json.dumps(entry.document(), ensure_ascii=False, sort_keys=True).encode("utf-8")
+        data = dumps(entry.document(), sort_keys=True).encode("utf-8")
         with suppress(FileNotFoundError):
             os.unlink(temp)  # a leftover of a killed process with this pid
         fd = os.open(temp, _WRITE_FLAGS, 0o666)

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import stat
 import time
 from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Changed, Corrupt, NotFound, Taken, UsageError
-from ..core.fields import Record
+from ..core.fields import Record, dumps, loads
 from ..core.model import (
     ARCHIVE_FOLDER,
     MAX_FILE_BYTES,
@@ -216,7 +215,7 @@ def settled_bytes(path: str, data: bytes, damage: Corrupt) -> bytes:
         except OSError:
             raise damage from None
         try:
-            json.loads(data)
+            loads(data)
         except (ValueError, RecursionError):
             continue
         return data
@@ -1303,7 +1302,7 @@ class Store:
             try:
                 if _has_hole(os.path.join(self.scratch_dir, INTENT_NAME)):
                     raise ValueError("a sparse file: a hole reads as NUL bytes, which no intent holds")
-                intent = json.loads(read_bytes(self.scratch / INTENT_NAME, limit=1 << 62))  # many files
+                intent = loads(read_bytes(self.scratch / INTENT_NAME, limit=1 << 62))  # many files
                 if intent.get("intent") != 1:
                     raise ValueError("not an intent this version writes")
                 files = {
@@ -1361,7 +1360,7 @@ def _intent_of(
         document["remove"] = list(remove)
     if new:
         document["new"] = new
-    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+    return dumps(document).encode("utf-8")
 
 
 def _intent_appends(intent: dict) -> dict[str, bytes]:

@@ -32,11 +32,11 @@ remote cannot be reached the change is made here, a note says the ref lags, and 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 
 from ..core.errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
+from ..core.fields import dumps, loads
 from ..core.outcome import Note, Outcome
 from ..ops.coordination import Authority
 from .run import Git, failure
@@ -96,7 +96,7 @@ def config_of(store: Store) -> Config | None:
         return None
     try:
         with open(os.path.join(state.folder, CONFIG), encoding="utf-8") as f:
-            found = json.load(f)
+            found = loads(f.read())
         return Config(str(found["remote"]), str(found["clone"]), state.folder)
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -120,13 +120,13 @@ def document(uid: str, task: int, owner: str, state: str, clone: str, lease: flo
         "clone": clone,
         "nonce": os.urandom(8).hex(),
     }
-    return (json.dumps(doc, sort_keys=True) + "\n").encode("utf-8")
+    return (dumps(doc, sort_keys=True, ascii=True) + "\n").encode("utf-8")
 
 
 def parse(data: bytes, uid: str) -> dict:
     """A claim document; ValueError saying what is wrong with anything else."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ValueError("it is not a JSON claim document") from None
     if not isinstance(doc, dict) or doc.get(KIND) != 1:
@@ -317,7 +317,7 @@ def _mirror_path(config: Config) -> str:
 def read_mirror(config: Config) -> dict[str, dict]:
     try:
         with open(_mirror_path(config), encoding="utf-8") as f:
-            found = json.load(f)
+            found = loads(f.read())
     except (OSError, ValueError):
         return {}
     return found if isinstance(found, dict) else {}
@@ -328,7 +328,7 @@ def _write_mirror(config: Config, mirror: dict[str, dict]) -> None:
     temp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(temp, "w", encoding="utf-8") as f:
-            json.dump(mirror, f, sort_keys=True)
+            f.write(dumps(mirror, sort_keys=True, ascii=True))
         os.replace(temp, path)
     except OSError:
         pass  # only a hint for views: the refs themselves are what counts
@@ -1013,9 +1013,9 @@ def _document_for(board: Desk[Store], record: Record, config: Config, renewal: t
     data = document(record["uid"], record["id"], owner, state, config.clone, lease)
     if at is None:
         return data
-    moved = json.loads(data)
+    moved = loads(data)
     moved["at"] = round(at, 3)
-    return (json.dumps(moved, sort_keys=True) + "\n").encode("utf-8")
+    return (dumps(moved, sort_keys=True, ascii=True) + "\n").encode("utf-8")
 
 
 def _move_ref(
@@ -1062,7 +1062,7 @@ def configure(store: Store, name: str) -> list[str]:
     state.ensure_folder()
     path = os.path.join(state.folder, CONFIG)
     with open(f"{path}.tmp", "w", encoding="utf-8") as f:
-        json.dump({"remote": name, "clone": clone}, f)
+        f.write(dumps({"remote": name, "clone": clone}, ascii=True))
     os.replace(f"{path}.tmp", path)
     config = Config(name, clone, state.folder)
     fetched = fetch_all(git, config)

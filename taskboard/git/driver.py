@@ -11,18 +11,25 @@ conflict, never a half-merged file. Either way it notes in the work tree's git f
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import sys
 
+from ..core.fields import dumps, loads
 from ..core.model import id_from_file_name
 
 MAX_MARKER = 1 << 20  # the marker names boards and failed files: far below this
 MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
 CACHE = "tasks-merge-cache"  # beside it: this driver's answers by blob ids, for the shell words in front of it
-_PICKS = re.compile(r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b", re.MULTILINE)
+_PICKS = r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b"
+
+
+def _picks(todo: str) -> list[str]:
+    """The commits a rebase's todo list picks, in order (`re` is imported here: every
+    command loads this module, and only a rebase reads a todo list)."""
+    import re
+
+    return re.findall(_PICKS, todo, re.MULTILINE)
 
 
 def main(argv: list[str]) -> int:
@@ -151,7 +158,7 @@ def read_marker(git_dir: str) -> dict:
     """The marker, or {} when it is missing, damaged, or not a regular file (a FIFO planted
     in its place is never waited on)."""
     try:
-        found = json.loads(read_small(os.path.join(git_dir, MARKER), MAX_MARKER) or "{}")
+        found = loads(read_small(os.path.join(git_dir, MARKER), MAX_MARKER) or "{}")
     except ValueError:
         return {}
     return found if isinstance(found, dict) else {}
@@ -167,7 +174,11 @@ def note_run(git_dir: str, board: str, failure: tuple[str, str] | None = None) -
     if failure is not None:
         marker["failed"] = {**marker.get("failed", {}), failure[0]: failure[1]}
     if marker != old:
-        _replace(os.path.join(git_dir, MARKER), (json.dumps(marker, indent=2, sort_keys=True) + "\n").encode(), git_dir)
+        _replace(
+            os.path.join(git_dir, MARKER),
+            (dumps(marker, indent=2, sort_keys=True, ascii=True) + "\n").encode(),
+            git_dir,
+        )
 
 
 def _operation(git_dir: str) -> dict:
@@ -186,7 +197,7 @@ def _operation(git_dir: str) -> dict:
                         todo += f.read()
         except (OSError, UnicodeDecodeError):
             return {"op": "other"}
-        return {"op": "rebase", "onto": onto, "picks": list(dict.fromkeys(_PICKS.findall(todo)))}
+        return {"op": "rebase", "onto": onto, "picks": list(dict.fromkeys(_picks(todo)))}
     if os.environ.get("GIT_REFLOG_ACTION", "").startswith(("merge", "pull")):
         return {"op": "merge"}
     return {"op": "other"}
@@ -283,7 +294,7 @@ def _theirs(git_dir: str, operation: dict, git) -> str | None:
     if operation["op"] == "rebase":
         try:
             with open(os.path.join(git_dir, "rebase-merge", "done"), encoding="utf-8") as f:
-                picks = _PICKS.findall(f.read())
+                picks = _picks(f.read())
         except OSError:
             return None
         return picks[-1] if picks else None

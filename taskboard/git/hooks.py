@@ -13,11 +13,11 @@ change (reads never look).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 
 from ..core.errors import NotFound, UsageError
+from ..core.fields import dumps, loads
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def _spawn(store: Store, command: str, event: dict[str, Any]) -> None:
             close_fds=True,
         )
         assert supervisor.stdin is not None
-        supervisor.stdin.write(json.dumps(job, ensure_ascii=False).encode("utf-8"))
+        supervisor.stdin.write(dumps(job).encode("utf-8"))
         supervisor.stdin.close()
     except OSError:
         return
@@ -204,7 +204,7 @@ def supervise(job: dict[str, Any]) -> None:
     import subprocess
 
     event, board = job["event"], job["board"]
-    payload = json.dumps(event, ensure_ascii=False).encode("utf-8")
+    payload = dumps(event).encode("utf-8")
     env = {**os.environ, "TASKS_DIR": board, "TASKS_HOOK_EVENT": event["event"]}
     failure: dict[str, Any] | None = None
     try:
@@ -248,4 +248,4 @@ def _journal_failure(board: str, command: str, event: dict[str, Any], failure: d
 
 
 if __name__ == "__main__":  # the supervisor: one job as JSON on stdin
-    supervise(json.loads(sys.stdin.buffer.read()))
+    supervise(loads(sys.stdin.buffer.read()))

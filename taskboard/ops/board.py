@@ -9,17 +9,15 @@ free, what happened, and notes; front ends word and print it.
 
 from __future__ import annotations
 
-import json
-import re
-
 from ..core import graph
 from ..core.errors import Changed, Corrupt, NotFound, Refused, Taken, UsageError
-from ..core.fields import OPEN, Record, now, parent_of
+from ..core.fields import OPEN, Record, loads, now, parent_of
 from ..core.model import (
     FIELD,
     META_FIELDS,
     REMOVE,
     Patch,
+    Unprintable,
     check_description,
     check_file_size,
     check_metadata,
@@ -286,7 +284,7 @@ class Board:
                 return None
             task_id, fd = held
             name, data = file_name(task_id), content(task_id)
-            record = json.loads(data)  # what callers print is what the file says
+            record = loads(data)  # what callers print is what the file says
             outcome = Outcome(record)
             outcome.events.append(Event(task_id, "created"))
             try:
@@ -767,7 +765,7 @@ def check_note(note: str) -> str:
     return note
 
 
-_CONTROL_IN_NOTE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_IN_NOTE = Unprintable("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def meta_fields(fields: dict[str, Any]) -> dict[str, Any]:

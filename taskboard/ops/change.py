@@ -8,11 +8,9 @@ change, a store and a caller and never the board itself.
 
 from __future__ import annotations
 
-import json
-
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.fields import OPEN, Record, now, parent_of
+from ..core.fields import OPEN, Record, loads, now, parent_of
 from ..core.model import archive_file_name, check_file_size, check_owner, encode, file_name, fill_defaults
 from ..core.outcome import Event
 
@@ -181,7 +179,7 @@ class Change:
             files[self._place(task_id, record)] = data = encode(record)
             check_file_size(task_id, len(data))
             # what callers print must be what the file says: sorted ids, the contract's key order
-            canonical = json.loads(data)
+            canonical = loads(data)
             record.clear()
             record.update(canonical)
             written.append(record)

@@ -14,13 +14,12 @@ entry that disagrees with it (a process killed between the two writes) is ignore
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.fields import OPEN, STUCK_AFTER, waits, when_of
+from ..core.fields import OPEN, STUCK_AFTER, dumps, waits, when_of
 from ..core.model import check_owner, ids_text, new_uid
 from ..core.outcome import Event, Note, Outcome
 from ..disk.state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
@@ -490,7 +489,7 @@ def record(store: Store, change: Change, moved: list[Record]) -> None:
         if not is_uid(current.get("uid")):
             continue
         entry = state.read(current["uid"])
-        before = json.dumps(entry.document(), sort_keys=True)  # a copy: the edits below change the dicts in place
+        before = dumps(entry.document(), sort_keys=True)  # a copy: the edits below change the dicts in place
         if task_id in moved_ids:
             _follow(entry, current, runtime, here)
         plan = change.runtime.get(task_id, {})
@@ -502,7 +501,7 @@ def record(store: Store, change: Change, moved: list[Record]) -> None:
         if plan.get("renew") and runtime.here(claim) and claim and claim["owner"] == plan["renew"] and claim["lease"]:
             claim["renewed"] = runtime.now
         entry.task = task_id
-        if json.dumps(entry.document(), sort_keys=True) != before or entry.damaged:
+        if dumps(entry.document(), sort_keys=True) != before or entry.damaged:
             state.write(entry)
 
 

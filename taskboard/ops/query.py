@@ -5,11 +5,9 @@ board is read, by the front end that takes them (the command line, the tools, th
 
 from __future__ import annotations
 
-import json
-
 from ..core import graph
 from ..core.errors import UsageError
-from ..core.fields import OPEN, labels_of, parent_of, priority_of, when_of
+from ..core.fields import OPEN, labels_of, loads, parent_of, priority_of, when_of
 from ..core.model import FIELD, check_label, check_limit, parse_status
 from ..disk.index import snapshot
 
@@ -70,7 +68,7 @@ class Listing:
         shot = self.shot
         found = list(shot.open.values())
         if shot.closed_text is not None:  # a closed task names its parent in its text: parse only those
-            found += [json.loads(text) for text in shot.closed_text.values() if '"parent": ' in text]
+            found += [loads(text) for text in shot.closed_text.values() if '"parent": ' in text]
         counted = graph.progress(found)
         if shot.closed_text is not None and self.root is not None:
             from ..disk.cache import remember_parents

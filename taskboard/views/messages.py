@@ -8,9 +8,8 @@ server may word its hints its own way and fall back on the default messages.
 
 from __future__ import annotations
 
-import json
-
 from ..core.errors import Corrupt, TaskError
+from ..core.fields import dumps
 from ..core.model import CONFLICT_MARKERS, ids_text
 from .text import shown_lines
 
@@ -175,7 +174,7 @@ def entry_words(entry: dict[str, Any]) -> list[str]:
             from ..disk.state import duration_text
 
             shown = duration_text(value)  # as it was asked for: 15m, not 900.0
-        words.append(f"{key}={shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)}")
+        words.append(f"{key}={shown if isinstance(shown, str) else dumps(shown)}")
     return [printable(word) for word in words]
 
 

@@ -9,10 +9,10 @@ goes through `json_text`, which keeps the data and escapes the same characters.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
+from ..core.fields import dumps
 from ..core.model import Unprintable
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -51,7 +51,7 @@ def shown_lines(text: str) -> str:
 
 def json_text(document: Any) -> str:
     """A JSON document on one line; the same data, with no raw control character in it."""
-    return json_safe(json.dumps(document, ensure_ascii=False))
+    return json_safe(dumps(document))
 
 
 def json_safe(text: str) -> str:
