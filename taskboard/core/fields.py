@@ -265,5 +265,5 @@ class _Strict:
 
 
 # One scanner for every file: building one per call is a third of `list`'s parsing.
-_SCAN = _json.make_scanner(_Strict)
+_SCAN = _json.make_scanner(_Strict)  # type: ignore[arg-type]  # the stub wants a JSONDecoder; any object with these attributes does
 _WHITESPACE = " \t\n\r"
