@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,15 @@ def fleet(tmp_path):
     from gitboard import Fleet
 
     return Fleet(tmp_path)
+
+
+def after_this_second(moment: float) -> None:
+    """Wait until the clock has left the second `moment` falls in. `updatedAt` names a
+    second, so a change made now is known to come after `moment` only from then on: the
+    condition is the clock itself."""
+    later = math.floor(moment) + 1
+    while (left := later - time.time()) > 0:
+        time.sleep(left)
 
 
 def tasks_process(

@@ -5,12 +5,12 @@ boards together; claims are won on the remote's claim refs, exactly once."""
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 import time
 
 import pytest
+from conftest import after_this_second
 from gitboard import TASKS, Fleet, Machine, plan
 from invariants import problems
 
@@ -563,15 +563,6 @@ def test_a_reopen_synced_in_from_another_clone_leaves_check_clean(fleet):
     a.tasks("sync")
     assert a.json("get", "4")["status"] == "pending"
     assert "board is sound" in a.tasks("check").stderr  # exit 0 (expect=0)
-
-
-def after_this_second(moment: float) -> None:
-    """Wait until the clock has left the second `moment` falls in. `updatedAt` names a
-    second, so a change made now is known to come after `moment` only from then on: the
-    condition is the clock itself."""
-    later = math.floor(moment) + 1
-    while (left := later - time.time()) > 0:
-        time.sleep(left)
 
 
 def test_a_reopen_merged_into_a_second_worktree_frees_the_claim_there(fleet):

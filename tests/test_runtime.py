@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import after_this_second
 from invariants import assert_sound, record, snapshot, write_board
 
-from taskboard.disk.state import STATE_FOLDER, State, iso, locate, parse_duration
+from taskboard.disk.state import STATE_FOLDER, State, iso, locate, parse_duration, reopened_since
 from taskboard.disk.store import Store
 from taskboard.ops import claims
 
@@ -446,24 +447,63 @@ def test_check_drops_a_claim_the_task_file_no_longer_bears_out(clone, tmp_path):
     assert run_here("check", "--json").exit_code == 0
 
 
+def test_a_change_in_the_other_worktree_is_no_reopen(clone, tmp_path):
+    """A completion in one worktree keeps the task closed in another whose copy still
+    says pending, also once a change there rewrote that copy (an edge to it: its `blocks`
+    grew and its `updatedAt` moved past the completion): that write is no reopen. A
+    reopen that reaches the copy later (another writer's, merged in) ends it."""
+    here, there = clone / ".tasks", tmp_path / "other" / ".tasks"
+    _runner(here)("init")  # wire the clone: its merges go through the board's merge driver
+    git("add", "-A", cwd=clone)
+    git("commit", "-qm", "wired", cwd=clone)
+    git("worktree", "add", "-q", "-b", "other", str(tmp_path / "other"), cwd=clone)
+    run_here, run_there = _runner(here), _runner(there)
+    run_here("--as", "ann", "done", "3")
+    after_this_second(time.time())  # the rewrite names a later second than the completion
+    run_there("create", "Follow-up", "--blocked-by", "3")
+    assert json.loads((there / "task_3.json").read_text())["blocks"] == [4]
+    assert 3 not in [r["id"] for r in run_there.json("ready")]
+    assert "was completed in another worktree" in run_there("--as", "bob", "claim", "3", expect=4).stderr
+    git("add", "-A", cwd=tmp_path / "other")
+    git("commit", "-qm", "follow-up", cwd=tmp_path / "other")
+    # another writer (DESIGN §13) reopens #3 in the first worktree, later; the second merges it
+    after_this_second(time.time())
+    reopened = json.loads((here / "task_3.json").read_text())
+    reopened.update(status="pending", updatedAt=iso(time.time()))
+    (here / "task_3.json").write_text(json.dumps(reopened, indent=2) + "\n")
+    git("commit", "-qam", "reopened by hand", cwd=clone)
+    git("merge", "-q", "--no-edit", "main", cwd=tmp_path / "other")
+    merged = json.loads((there / "task_3.json").read_text())
+    assert (merged["status"], merged["blocks"]) == ("pending", [4])
+    assert 3 in [r["id"] for r in run_there.json("ready")]
+    assert run_there.json("--as", "bob", "claim", "3")["owner"] == "bob"
+
+
 def test_a_completion_mark_yields_only_to_a_file_written_in_a_later_second():
-    """The one rule claim and check follow (claims.reopened_since): a completion made in
-    another worktree, or on this board, gives way to a task file that says open and was
-    written after it; `updatedAt` names a second, so a file of the mark's own second is
-    not known to be later, and an older one is a checkout that rewound the completion."""
+    """The one rule claim and check follow (disk.state.reopened_since): a completion made
+    in another worktree, or on this board, gives way to a task file that says open and
+    was written after it; `updatedAt` names a second, so a file of the mark's own second
+    is not known to be later, an older one is a checkout that rewound the completion, and
+    a version this board wrote itself while the mark stood (`kept`) is no reopen."""
     at = 1_800_000_000.75
+    here = "/here/.tasks"
     done = {"board": "/elsewhere/.tasks", "by": "ann", "at": at}
 
     def written(status: str, moment: float) -> dict:
         return {"status": status, "updatedAt": iso(moment)}
 
-    assert claims.reopened_since(written("pending", at + 1), done)
-    assert claims.reopened_since(written("in_progress", at + 1), done)
-    assert not claims.reopened_since(written("pending", at - 0.5), done)  # the same second
-    assert not claims.reopened_since(written("pending", at - 1), done)  # rewound
-    assert not claims.reopened_since(written("completed", at + 1), done)
-    assert not claims.reopened_since({"status": "pending"}, done)  # no time: nothing says it is later
-    assert not claims.reopened_since(written("pending", at + 1), None)
+    assert reopened_since(written("pending", at + 1), done, here)
+    assert reopened_since(written("in_progress", at + 1), done, here)
+    assert not reopened_since(written("pending", at - 0.5), done, here)  # the same second
+    assert not reopened_since(written("pending", at - 1), done, here)  # rewound
+    assert not reopened_since(written("completed", at + 1), done, here)
+    assert not reopened_since({"status": "pending"}, done, here)  # no time: nothing says it is later
+    assert not reopened_since(written("pending", at + 1), None, here)
+    kept = {**done, "kept": {here: iso(at + 5)}}
+    assert not reopened_since(written("pending", at + 5), kept, here)  # this board's own write
+    assert reopened_since(written("pending", at + 6), kept, here)  # a later one merged in
+    assert reopened_since(written("pending", at + 5), kept, "/third/.tasks")  # another board's
+    assert reopened_since(written("pending", at + 1), {**done, "kept": "garbage"}, here)
 
 
 # -- waking up ----------------------------------------------------------------------------------------

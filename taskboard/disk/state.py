@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from ..core.fields import Record
+
 STATE_FOLDER = ".state"  # inside a board that no git work tree holds
 LOCK_NAME = ".lock"
 # A lease of D runs out D + LEASE_GRACE after the claim or renewal is written: never before
@@ -274,6 +276,36 @@ def is_uid(text: Any) -> bool:
     return type(text) is str and len(text) == 12 and _HEX.issuperset(text)
 
 
+def reopened_since(record: Record | None, done: dict | None, board: str) -> bool:
+    """Whether, on `board`, the task's file has ended the completion mark `done`: it says
+    the task is not completed and was written after the mark was made (a reopen made
+    elsewhere and synced or merged in). Then the file wins over the mark (DESIGN §9,
+    §13): in every worktree (taskboard.ops.claims: Runtime.elsewhere) and on the board
+    that made it (check drops it). The mark stands against a file written before it (a
+    checkout that rewound the completion); against one of the mark's own second, as
+    `updatedAt` names a second (as the index trusts no ctime within RACY_NS of the clock,
+    a file of that second is not known to be later: the safe side for a claim; check
+    reports it, --fix drops it); and against a version `board` wrote itself while the
+    mark stood (`kept`, recorded by that change: an edit there, or a neighbour's change
+    that rewrote the file, is no reopen)."""
+    if record is None or done is None or record.get("status") == "completed":
+        return False
+    updated, moment = record.get("updatedAt"), done.get("at")
+    if type(updated) is not str or not isinstance(moment, (int, float)):
+        return False
+    kept = done.get("kept")
+    own = kept.get(board) if type(kept) is dict else None
+    return updated > iso(moment) and not (type(own) is str and updated <= own)
+
+
+def state_of(store: Any) -> State:
+    """The runtime state of a store's board (its `path` and `timeout`), made once per
+    process and kept in the store's `runtime`."""
+    if store.runtime is None:
+        store.runtime = State(store.path, store.timeout)
+    return store.runtime
+
+
 # -- the state folder -------------------------------------------------------------------------
 
 
@@ -336,6 +368,32 @@ class State:
             return os.read(fd, 1 << 20)
         finally:
             os.close(fd)
+
+    def kept_closed(self, rewrites: list[tuple[Record, bytes]]) -> dict[str, Entry]:
+        """Of the tasks a change on this board rewrites (each record with its file's bytes
+        before the change; empty when unknown), those that a completion made on another
+        board keeps closed here (its mark stands against the file as it was:
+        reopened_since), by uid, with their entries. The change records that it wrote
+        them (taskboard.ops.claims.record), so that its own write never passes for a
+        reopen merged in. One look per task, most of which have no state; none outside git."""
+        if not self.shared:
+            return {}
+        found: dict[str, Entry] = {}
+        for record, before in rewrites:
+            uid = record.get("uid")
+            if type(uid) is not str or not is_uid(uid):
+                continue
+            entry = self.read(uid)
+            done = entry.done
+            if done is None or done["board"] == self.board:
+                continue
+            try:
+                was = loads(before) if before else None
+            except (ValueError, RecursionError):
+                was = None
+            if not reopened_since(was if type(was) is dict else None, done, self.board):
+                found[uid] = entry
+        return found
 
     def entries(self, uids: set[str]) -> dict[str, Entry]:
         """The entries of those of `uids` that have one."""

@@ -76,7 +76,16 @@ class Board:
         return change
 
     def _keep_runtime(self, change: Change, moved: list[Record], write: Callable[[], None]) -> None:
-        """The runtime state follows status and owner (taskboard.ops.claims), under its lock."""
+        """The runtime state follows status and owner, and records a rewrite of a task that
+        a completion in another worktree keeps closed here (taskboard.ops.claims), under
+        its lock; a change with none of these writes its files alone."""
+        if not (moved or change.runtime):
+            from ..disk.state import state_of
+
+            rewrites = change.rewrites()
+            if not rewrites or not state_of(self.store).kept_closed(rewrites):
+                write()
+                return
         from . import claims
 
         claims.keep(self.store, change, moved, write)

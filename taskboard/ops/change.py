@@ -143,6 +143,16 @@ class Change:
         self.records[record["id"]] = record
         self.before[record["id"]] = b""  # matches no encoding: the record is written
 
+    def rewrites(self) -> list[tuple[Record, bytes]]:
+        """The records of files that existed and that the commit rewrites, each with the
+        file's bytes before the change (empty when a repair rewrote it unread)."""
+        found = []
+        for task_id, before in self.before.items():
+            record = self.records[task_id]
+            if before is not None and encode(record) != before:
+                found.append((record, before))
+        return found
+
     def successors(self, task_id: int) -> list[int]:
         record = self.find(task_id)
         return record["blocks"] if record else []
@@ -209,8 +219,8 @@ class Change:
             self.store.write(files, appends, remove=remove, new=new, expect=expect)
 
         try:
-            if (moved or self.runtime) and self.keep is not None:
-                self.keep(self, moved, write)  # the runtime state follows status and owner
+            if (moved or self.runtime or written) and self.keep is not None:
+                self.keep(self, moved, write)  # the runtime state follows status, owner and rewrites
             else:
                 write()
         except BaseException:

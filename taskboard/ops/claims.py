@@ -22,7 +22,17 @@ from ..core.errors import NotFound, Refused, UsageError
 from ..core.fields import OPEN, STUCK_AFTER, dumps, waits, when_of
 from ..core.model import check_owner, ids_text, new_uid
 from ..core.outcome import Event, Note, Outcome
-from ..disk.state import MAX_NOTE, Entry, State, duration_text, format_duration, is_uid, iso
+from ..disk.state import (
+    MAX_NOTE,
+    Entry,
+    State,
+    duration_text,
+    format_duration,
+    is_uid,
+    iso,
+    reopened_since,
+    state_of,
+)
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -35,13 +45,6 @@ if TYPE_CHECKING:
     from .change import Change, Desk
 
 WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (well inside the contract's 1 s)
-
-
-def state_of(store: Store) -> State:
-    """The runtime state of a store's board, found once per process."""
-    if store.runtime is None:
-        store.runtime = State(store.path, store.timeout)
-    return store.runtime
 
 
 class Runtime:
@@ -80,7 +83,7 @@ class Runtime:
         and merged in; the file wins)."""
         if entry.claim and not self.here(entry.claim) and not entry.expired(self.now):
             return "claimed", entry.claim
-        if entry.done and not self.here(entry.done) and not reopened_since(record, entry.done):
+        if entry.done and not self.here(entry.done) and not reopened_since(record, entry.done, self.state.board):
             return "completed", entry.done
         return None
 
@@ -107,23 +110,6 @@ class Runtime:
     def stale(self, record: Record, entry: Entry) -> bool:
         """Whether the holder's lease on this board ran out (anyone may take the task over)."""
         return self.claim_here(record, entry) is not None and entry.expired(self.now)
-
-
-def reopened_since(record: Record | None, done: dict | None) -> bool:
-    """Whether the task's file says it is not completed and was written after the
-    completion mark `done` was made (a reopen made elsewhere and synced or merged in):
-    then the file wins over the mark, in every worktree (Runtime.elsewhere) and on the
-    board that made it (check drops it). A file written before the mark is a checkout
-    that rewound the completion, and the mark stands. `updatedAt` names a second, so a
-    file written in the mark's own second is not known to be later (as the index trusts
-    no ctime within RACY_NS of the clock): the mark stands, the safe side for a claim
-    (check reports it; --fix drops it)."""
-    if record is None or done is None or record.get("status") == "completed":
-        return False
-    updated, moment = record.get("updatedAt"), done.get("at")
-    if type(updated) is not str or not isinstance(moment, (int, float)):
-        return False
-    return updated > iso(moment)
 
 
 def _written_before(record: Record, moment: Any) -> bool:
@@ -471,18 +457,25 @@ def before_commit(store: Store, change: Change, task_id: int, outcome: Outcome, 
 def keep(store: Store, change: Change, moved: list[Record], write: Callable[[], None]) -> None:
     """A board's commit hook (Change.keep): the files written under the runtime state's
     lock, and the state brought up to date with them."""
-    with state_of(store).locked():
+    state = state_of(store)
+    with state.locked():
+        kept = state.kept_closed(change.rewrites())
         write()
-        record(store, change, moved)
+        record(store, change, moved, kept)
 
 
-def record(store: Store, change: Change, moved: list[Record]) -> None:
+def record(store: Store, change: Change, moved: list[Record], kept: dict[str, Entry] | None = None) -> None:
     """Bring the runtime state up to date with a change just written: the tasks whose
-    status or owner moved, and what the operation planned (change.runtime)."""
+    status or owner moved, what the operation planned (change.runtime), and the tasks
+    `kept` closed here by a completion made in another worktree that the change rewrote
+    (by uid: State.kept_closed): the completion's mark says this board wrote that version
+    while it stood, so the write never passes for a reopen merged in (reopened_since)."""
     state = state_of(store)
     runtime = Runtime(state)
     here = state.board
-    ids = sorted({record["id"] for record in moved} | set(change.runtime))
+    kept = kept or {}
+    kept_ids = {record["id"] for record in change.records.values() if record.get("uid") in kept}
+    ids = sorted({record["id"] for record in moved} | set(change.runtime) | kept_ids)
     moved_ids = {record["id"] for record in moved}
     for task_id in ids:
         current = change.records[task_id]
@@ -500,9 +493,22 @@ def record(store: Store, change: Change, moved: list[Record]) -> None:
         claim = entry.claim
         if plan.get("renew") and runtime.here(claim) and claim and claim["owner"] == plan["renew"] and claim["lease"]:
             claim["renewed"] = runtime.now
+        standing = kept.get(current["uid"])
+        if standing is not None and standing.done and entry.done and entry.done["board"] == standing.done["board"]:
+            _keep_closed(entry, here, current)
         entry.task = task_id
         if dumps(entry.document(), sort_keys=True) != before or entry.damaged:
             state.write(entry)
+
+
+def _keep_closed(entry: Entry, here: str, record: Record) -> None:
+    """The completion mark of another worktree says that this board wrote the version
+    `record` of the task while the completion stood (`kept`: reopened_since)."""
+    assert entry.done is not None
+    marks = entry.done.get("kept")
+    marks = dict(marks) if type(marks) is dict else {}
+    marks[here] = record["updatedAt"]
+    entry.done = {**entry.done, "kept": marks}
 
 
 def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
@@ -941,7 +947,7 @@ def _ended_by_the_file(mark: str, entry: Entry, record: Record | None) -> bool:
         return False
     if mark == "claim":
         return record["status"] in ("completed", "pending", "in_progress")
-    return reopened_since(record, entry.done)
+    return entry.done is not None and reopened_since(record, entry.done, entry.done["board"])
 
 
 def _drop_marks(state: State, uid: str, record: Record | None) -> None:
