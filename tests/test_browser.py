@@ -199,6 +199,48 @@ def test_a_refused_action_shows_the_command_lines_message(browser, tmp_path):
         served.stop()
 
 
+def test_a_page_left_stale_is_refused_with_what_changed(browser, tmp_path):
+    """A page whose live update has not come yet still offers Claim on #1 after bob claimed
+    it at the shell: alice's click is refused with what changed since her page showed it
+    (DESIGN §12), nothing is written, and the page catches up at once.
+
+    Deterministic: the page's change feed is held back in the browser's own network stack
+    (DevTools' Fetch domain pauses the /events request), so the page cannot learn of bob's
+    claim before the click; let go, the feed delivers the next change as ever."""
+    board = tmp_path / ".tasks"
+    assert tasks(board, "create", "Up for grabs").returncode == 0
+    served = Served(board)
+    try:
+        browser.get(served.url + "/")
+        browser.add_cookie({"name": "tasks_name", "value": "alice", "path": "/"})
+        browser.execute_cdp_cmd("Fetch.enable", {"patterns": [{"urlPattern": "*/events*", "requestStage": "Request"}]})
+        browser.get(served.url + "/")
+        assert tasks(board, "claim", "1", caller="bob").returncode == 0
+        click(browser, "claim-1")  # still there: nothing told the page
+        flash = browser.find_element(By.ID, "flash")
+        wait(browser, lambda: flash.is_displayed() and flash.text, "no answer shown")
+        assert flash.text.startswith(
+            '#1 changed since your page showed it: status "pending" → "in_progress"; owner "" → "bob"; '
+            "nothing was written"
+        ), flash.text
+        assert flash.get_attribute("role") == "alert"
+        log = json.loads(tasks(board, "log", "1", "--json").stdout)
+        assert [(e["actor"], e["event"]) for e in log][-1] == ("bob", "claimed")
+        assert record(board, 1)["owner"] == "bob"
+        gone = lambda: browser.find_elements(By.ID, "claim-1") == []  # noqa: E731
+        wait(browser, gone, "the page never caught up after the refusal")
+        browser.execute_cdp_cmd("Fetch.disable", {})  # the held feed goes through
+        live(browser)
+        assert tasks(board, "done", "1", caller="bob").returncode == 0
+        done = lambda: "Up for grabs" in text_of(browser, ".column.completed")  # noqa: E731
+        wait(browser, done, "the feed, let go, never delivered the next change")
+        assert errors(browser) == []
+    finally:
+        browser.execute_cdp_cmd("Fetch.disable", {})
+        browser.get("about:blank")  # leave before the server stops: its feed failing is no error of the page
+        served.stop()
+
+
 def test_a_task_held_by_someone_else_offers_neither_complete_nor_release(browser, server, board):
     """bob holds #3: alice's page offers neither Complete nor Release on its card or its
     page (the board would refuse her both, DESIGN §3), nor does a page whose user has not
