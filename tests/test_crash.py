@@ -417,6 +417,34 @@ def test_a_create_killed_under_the_lock_is_finished_by_the_next_command(forks, b
     assert scratch_left(board_dir) == []
 
 
+def test_a_create_killed_between_removing_and_renaming_the_record_of_the_highest_id(board_dir, run):
+    """Under the lock a create's record of the highest id (.cache/last) is replaced by removing
+    the old file and renaming the new one to the free name (taskboard.disk.cache.write_in: no
+    rename over a file, which ext4 writes out at once). Killed in between, the board keeps
+    the task it put in place and no record: the next creates list the folder and take the
+    next ids, each journaled once."""
+    for subject in ("first", "second"):
+        run("create", subject)
+    record_file = board_dir / ".cache" / "last"
+    recorded = record_file.exists()  # only where the kernel gives multigrain ctimes (remember_last)
+    killed = subprocess.run(
+        [*TASKS, "--dir", str(board_dir), "create", "third", "--json"],
+        env={**os.environ, "TASKS_TEST_CACHE_CRASH": "unlinked"},
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    if recorded:
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert not record_file.exists()
+        assert [name for name in os.listdir(board_dir / ".cache") if name.startswith(".last.")]
+    made = [json.loads(run("create", subject, "--json").stdout)["id"] for subject in ("fourth", "fifth")]
+    assert made == [4, 5]
+    records = assert_sound(board_dir)
+    assert [records[i]["subject"] for i in sorted(records)] == ["first", "second", "third", "fourth", "fifth"]
+    assert _created_once(board_dir) == dict.fromkeys(range(1, 6), 1)
+
+
 def test_a_reservation_at_work_is_passed_by_and_a_dead_ones_is_swept(board_dir, run):
     """A create that reserved its id (Store.reserve: its file written and flocked, named
     task_N.json.new) and has not taken the lock yet is no leftover: readers and other creates

@@ -348,6 +348,7 @@ class Store:
         self._witness: Witness | None = None  # under the write lock: the witness of this change's moves
         self._moves: tuple[tuple, list[str]] | None = None  # the folder's key before them, the names put in place
         self._unwitnessed = False  # this change added or removed a name no Witness saw
+        self._vouched = False  # under the write lock: the last writer's record of the highest id held
 
     @property
     def root(self) -> Path:
@@ -572,6 +573,8 @@ class Store:
         if found is None:
             os.close(fd)
             return None
+        if found >= WITNESS_FROM:  # its change will watch the folder (_moving): the watch loaded before the lock
+            from . import watch  # noqa: F401
         return found, fd
 
     def _next_free(self) -> int:
@@ -799,16 +802,17 @@ class Store:
             if fresh or self._unfinished():  # a board made by any first write keeps its lock out of git
                 self.write_git_files()
             self._last = recorded_last(self.path)
+            self._vouched = self._last is not None  # the last writer's record holds: its probe holds too
             yield notes
             self._record_moves()  # the change is done: the next reader need not list the folder
             if self._last is not None:  # ... nor the next writer
-                remember_last(self.path, self._last)
+                remember_last(self.path, self._last, self._vouched)
         finally:
             self._exclusive = False
             self._last = None
             self.seen = {}
-            self._end_witness()
-            os.close(fd)  # closing drops the flock
+            os.close(fd)  # closing drops the flock: what follows is no other writer's wait
+            self._end_witness()  # closing an inotify watch waits for the kernel (~10 ms)
             self._settle()
 
     # -- what a change put in place, for the next reader (taskboard.disk.cache.record_moves)
@@ -857,7 +861,7 @@ class Store:
         except OSError:
             return
         if seen is not None and sorted(seen) == sorted(moves[1]):
-            record_moves(self.path, moves[0], after, moves[1])
+            record_moves(self.path, moves[0], after, moves[1], self._vouched)
 
     def _end_witness(self) -> None:
         if self._witness is not None:
