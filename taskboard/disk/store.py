@@ -1026,13 +1026,17 @@ class Store:
             assert isinstance(exc, OSError)  # Busy comes before any move
             raise unusable(self.root, exc, "; the next command completes the change") from None
         assert intent is not None
-        self._after_moves(list(files), list(appends or ()), remove or [], intent, fresh)
+        made = any(size is None for size in sizes.values())  # a shard (and its folder) made by this change
+        self._after_moves(list(files), list(appends or ()), remove or [], intent, fresh, made)
 
-    def _after_moves(self, files: list[str], shards: list[str], remove: list[str], intent: str, fresh: bool) -> None:
+    def _after_moves(
+        self, files: list[str], shards: list[str], remove: list[str], intent: str, fresh: bool, made: bool
+    ) -> None:
         """Everything in place: the shards, the new names and the intent's removal made
-        durable (a change of new files only: once the lock is let go, _settle)."""
+        durable (a change of new files only: once the lock is let go, _settle). The journal
+        folder only when this change made a shard in it: an append adds no name."""
         shards = [os.path.join(self.path, name) for name in shards]
-        folders = [os.path.join(self.path, JOURNAL_FOLDER)] if shards else []  # a shard made just now
+        folders = [os.path.join(self.path, JOURNAL_FOLDER)] if made else []
         try:
             if fresh:
                 os.unlink(intent)  # failing, the next command replays it: nothing is written twice
