@@ -365,8 +365,7 @@ def test_after_a_change_through_tasks_the_next_read_follows_it_without_listing(b
     write_board(board_dir, [record(i, blocked_by=[i - 1] if i % 4 == 0 else []) for i in range(1, 12)])
     settle()
     assert _read_lists_the_board(board_dir, "ready", "--json")  # no index yet
-    assert _read_lists_the_board(board_dir, "ready", "--json")  # the first made the cache's folder
-    assert not _read_lists_the_board(board_dir, "ready", "--json")  # kept now
+    assert not _read_lists_the_board(board_dir, "ready", "--json")  # kept: the cache's folder came before the key
     assert call(["--dir", str(board_dir), "update", "2", "--subject", "first"])["exit"] == 0
     assert _read_lists_the_board(board_dir), "the first change made the journal's folder: listed"
     for change in (
@@ -491,6 +490,41 @@ def test_history_is_read_only_by_the_commands_that_show_it(board_dir):
     stamp = history.stat().st_mtime_ns
     call(["--dir", str(board_dir), "ready", "--json"])
     assert history.stat().st_mtime_ns == stamp, "reading open work leaves the history file alone"
+
+
+@pytest.mark.parametrize("args", [("ready", "--json"), ("list", "--json"), ("list", "--json", "--all")], ids=" ".join)
+def test_a_read_without_a_cache_opens_each_task_file_once_and_leaves_a_cache_that_is_checked(board_dir, args):
+    """The first read of a board with no cache (never made, or removed) reads every task
+    file once, the closed ones included when it shows history, and takes each file's key
+    from that read: the next read opens no task file and lists no folder (the cache
+    folder it made did not change the board folder under the key it kept), and a hand
+    edit in place after it (same size, same mtime) is seen."""
+    write_board(board_dir, [record(1, blocks=[2]), record(2, blocked_by=[1]), record(3, status="completed"), record(4)])
+    (board_dir / "task_5.json").write_text(json.dumps(record(5, status="deleted"), indent=2) + "\n")
+    settle()
+    shutil.rmtree(board_dir / ".cache", ignore_errors=True)
+    result = recorded_call(board_dir, *args)
+    assert result["exit"] == 0, result
+    opened = sorted(Path(path).name for path in _OPENED if Path(path).parent == board_dir)
+    assert [name for name in opened if name.startswith("task_")] == [f"task_{i}.json" for i in (1, 2, 3, 4, 5)]
+    assert json.loads(result["stdout"]) == expected_answers(board_dir)[args]
+    settle()
+    listed: list[str] = []
+    _LISTED.append(listed)
+    try:
+        recorded_call(board_dir, *args)
+    finally:
+        _LISTED.remove(listed)
+    assert not [path for path in _OPENED if Path(path).parent == board_dir and Path(path).name.startswith("task_")]
+    # nor is the board folder listed again, where its key may be kept (a coarse clock: never)
+    assert (str(board_dir) in [os.path.abspath(path) for path in listed]) == (not _fine_grained(board_dir))
+    path = board_dir / "task_1.json"
+    before = os.stat(path)
+    with open(path, "r+b") as handle:  # "deleted" is as long as "pending": same size
+        handle.write((json.dumps(record(1, status="deleted", blocks=[2]), indent=2) + "\n").encode())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert task_opens(board_dir, *args) == {1}
+    assert_reads_agree(board_dir)
 
 
 def archive_reads(board: Path, *args: str) -> tuple[set[int], bool, dict]:

@@ -324,6 +324,17 @@ class Cache:
             with suppress(OSError):
                 os.unlink(temp, dir_fd=folder)
 
+    def make(self) -> None:
+        """The cache folder, made now if it is not there (none for a board this user may
+        not write): a reader about to take the board folder's key makes it first, so that
+        the key it saves with the index is still the folder's after the save."""
+        try:
+            folder = self._folder()
+        except OSError:
+            return
+        if folder is not None:
+            os.close(folder)
+
     def fine_grained(self) -> bool:
         """Whether this board's file system gives a folder changed after a look at it a
         new ctime (the probe of `fine_grained`, in the cache folder)."""

@@ -55,7 +55,8 @@ if TYPE_CHECKING:
         """What a snapshot needs of the store that reads it (taskboard.disk.store.Store is
         one; the index sits below it and names it not): the board folder, its task ids
         (the store's usage error for a board path that is a file), one task read by the
-        store's rules for damaged files, and where to leave how many files it listed."""
+        store's rules for damaged files (and, for a cold read, one read with its file's
+        key when the file is plainly sound), and where to leave how many files it listed."""
 
         path: str
         listed: int
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
         def task_ids(self) -> list[int]: ...
 
         def read(self, task_id: int) -> Record: ...
+
+        def read_keyed(self, task_id: int) -> tuple[Record, int, int] | None: ...
 
     class Shelf(Files, Protocol):
         """What archive_entries needs besides: the archive folder, its ids (the store's
@@ -190,8 +193,12 @@ def _snapshot(store: Files, history: bool) -> Snapshot:
         raise
     cache = Cache(store.path)
     try:
-        shot.folder_key = folder_key(os.fstat(folder))
         old = cache.load_index()
+        if old is None:  # made before the folder's key is taken: making it changes the board folder
+            cache.make()
+        shot.folder_key = folder_key(os.fstat(folder))
+        if history:  # the closed records the check reads on its way are kept, not read a second time
+            shot.closed_text = {}
         changed = _check(store, folder, shot, old, began - RACY_NS)
         store.listed = len(shot.ids)  # how large a board this is, for a writer (Store._moving)
         if history:
@@ -233,10 +240,21 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
                 _refresh_inodes(folder, shot, stale)
             _reread(store, folder, shot, stale, trusted)
             return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=steps > 0)
-    # The folder changed (a file added, removed or renamed), or there is no usable index:
-    # list it, then one lstat per task file as above, keeping its inode too, and match the
-    # old entries by id.
+    # The folder changed (a file added, removed or renamed), or there is no usable index: list it.
     ids = array("q", sorted(ids_from_file_names(os.listdir(folder))))
+    if old["ids"]:
+        _matched(store, folder, shot, old, ids, trusted)
+    else:  # nothing to match (no cache, a damaged one, an empty board's): one pass over the files
+        _read_every(store, folder, shot, ids, trusted)
+    if shot.folder_key is not None and shot.folder_key[2] >= trusted and not Cache(store.path).fine_grained():
+        shot.folder_key = None  # changed too recently to vouch for the names next time
+    return _differs(shot, old)
+
+
+def _matched(store: Files, folder: int, shot: Snapshot, old: dict, ids: array, trusted: int) -> None:
+    """Fill `shot` from the listed ids: one lstat per task file as on the floor, keeping
+    its inode too, the old entries matched by id, and the files whose entries do not hold
+    read again."""
     known = len(old["ids"])
     if ids == old["ids"]:
         names = old["names"]
@@ -254,9 +272,6 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
     shot.kinds = _matched_kinds(shot, old)
     _adopt_open(shot, old, shot.kinds)
     _reread(store, folder, shot, _unsure(shot.kinds), trusted)
-    if shot.folder_key is not None and shot.folder_key[2] >= trusted and not Cache(store.path).fine_grained():
-        shot.folder_key = None  # changed too recently to vouch for the names next time
-    return _differs(shot, old)
 
 
 def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
@@ -461,6 +476,48 @@ def _reread(store: Files, folder: int, shot: Snapshot, positions: list[int], tru
             shot.recent[task_id] = status
 
 
+def _read_every(store: Files, folder: int, shot: Snapshot, ids: array, trusted: int) -> None:
+    """Fill `shot` with every listed file, each read once: its key (ctime, inode) comes
+    from an fstat of the open file before the read (Files.read_keyed), which holds what
+    the lstat loop's key would: a change during the read leaves the key stale, never the
+    content. A file that is not plainly a sound record gets the lstat loop's key and the
+    store's careful read (_reread); one removed since the listing is left out."""
+    names, ctimes, inodes, kinds = [], array("q"), array("Q"), bytearray()
+    kept_ids = array("q")
+    careful: list[int] = []
+    opened, opened_text, recent, closed_text = shot.open, shot.open_text, shot.recent, shot.closed_text
+    for task_id in ids:
+        name = f"task_{task_id}.json"
+        found = store.read_keyed(task_id)
+        if found is None:
+            try:
+                info = os.lstat(name, dir_fd=folder)
+            except FileNotFoundError:
+                continue  # removed since the listing
+            careful.append(len(kept_ids))
+            ctime, inode, kind = info.st_ctime_ns, info.st_ino, UNSURE
+        else:
+            record, ctime, inode = found
+            status = record["status"]
+            if status in OPEN:
+                opened[task_id] = record
+                opened_text[task_id] = dumps(record)
+            elif closed_text is not None:
+                closed_text[task_id] = dumps(record)
+            if ctime < trusted:
+                kind = KINDS[status]
+            else:
+                kind = UNSURE
+                recent[task_id] = status
+        kept_ids.append(task_id)
+        names.append(name)
+        ctimes.append(ctime)
+        inodes.append(inode)
+        kinds.append(kind)
+    shot.ids, shot.names, shot.ctimes, shot.inodes, shot.kinds = kept_ids, names, ctimes, inodes, kinds
+    _reread(store, folder, shot, careful, trusted)
+
+
 def _index_payload(shot: Snapshot) -> bytes:
     kept = {
         task_id: (shot.open[task_id], shot.open_text[task_id])
@@ -498,7 +555,9 @@ def load_history(store: Files, shot: Snapshot) -> None:
 
 def _load_history(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted: int) -> bool:
     """Closed records from the history file where an entry's key is the file's key now,
-    else from the file; True when the history file should be saved."""
+    else from the file (those the check read already are taken as it read them); True
+    when the history file should be saved."""
+    fresh = shot.closed_text or {}
     texts: dict[int, str] = {}
     shot.closed_text = texts
     if shot.ids and old is not None:
@@ -524,6 +583,7 @@ def _load_history(store: Files, folder: int, shot: Snapshot, old: dict | None, t
                     and task_id not in shot.damaged
                 ):
                     texts[task_id] = text  # same inode, same ctime: the file still holds this text
+    texts.update(fresh)
     missing = [
         i
         for i, (task_id, kind) in enumerate(zip(shot.ids, shot.kinds, strict=True))

@@ -437,6 +437,36 @@ class Store:
         self.archived.discard(task_id)
         return record
 
+    def read_keyed(self, task_id: int) -> tuple[Record, int, int] | None:
+        """A live task's record with its file's key (ctime, inode) from an fstat of the
+        open file before the read (taskboard.disk.index: a cold read's one pass over the
+        files, where an lstat before the read would cost a second system call's path walk).
+        None unless it is a small regular file read whole at once that holds a sound
+        record: the caller then takes its key and reads it through `read`, whose rules for
+        damaged, half-written, missing and archived files apply."""
+        name = file_name(task_id)
+        try:
+            fd = os.open(f"{self.path}/{name}", _READ_FLAGS)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            data = os.read(fd, _CHUNK)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if len(data) != info.st_size or len(data) == _CHUNK or not stat.S_ISREG(info.st_mode):
+            return None  # a device, a large file, or one that changed size while read: the careful way
+        try:
+            record = decode(data, name)
+        except Corrupt:
+            return None
+        if self._exclusive:
+            self.seen[name] = hash(data)
+        self.archived.discard(task_id)
+        return record, info.st_ctime_ns, info.st_ino
+
     def _read_archived(self, task_id: int) -> Record:
         """An archived task's record (NotFound when it is not archived either)."""
         name = archive_file_name(task_id)
