@@ -739,12 +739,12 @@ def _plainly_sound(record: Any, name: str) -> bool:
         return False
     if not (type(get("subject")) is str and type(get("description")) is str and type(get("owner")) is str):
         return False
-    for key in EDGE_KEYS:
-        ids = get(key)
-        if type(ids) is not list or (ids and (set(map(type, ids)) != _JUST_INT or min(ids) <= 0 or max(ids) > MAX_ID)):
-            return False
+    blocked_by, blocks = get("blockedBy"), get("blocks")  # EDGE_KEYS, both checked at once
+    if type(blocked_by) is not list or type(blocks) is not list or not _plain_ids(blocked_by + blocks):
+        return False
     uid, metadata = get("uid", "0" * 12), get("metadata", {})
-    if type(uid) is not str or len(uid) != 12 or not _HEX.issuperset(uid) or type(metadata) is not dict:
+    # strip leaves nothing of a text made of hex digits alone (in C, no set built)
+    if type(uid) is not str or len(uid) != 12 or uid.strip(_HEX_DIGITS) or type(metadata) is not dict:
         return False
     created, updated = get("createdAt", _SOME_TIME), get("updatedAt", _SOME_TIME)
     return (
@@ -753,11 +753,21 @@ def _plainly_sound(record: Any, name: str) -> bool:
         and shape(created + updated) == _TWO_MOMENTS
         # keys this version does not know, or values nested deeply: the full check
         and _KEY_SET.issuperset(record)
-        and not (metadata and json_depth(metadata) > MAX_META_DEPTH + 1)
+        and not (
+            metadata
+            and not _FLAT.issuperset(map(type, metadata.values()))
+            and json_depth(metadata) > MAX_META_DEPTH + 1
+        )
     )
 
 
+def _plain_ids(ids: list) -> bool:
+    return not ids or (set(map(type, ids)) == _JUST_INT and min(ids) > 0 and max(ids) <= MAX_ID)
+
+
 _JUST_INT = {int}
+_HEX_DIGITS = "0123456789abcdef"
+_FLAT = frozenset((str, int, float, bool, type(None)))  # values that nest nothing: depth 1, no walk
 _KEY_SET = frozenset(KEY_ORDER)
 _SOME_TIME = "2026-11-29T18:03:11Z"
 _TWO_MOMENTS = MOMENT_SHAPE * 2
