@@ -6,6 +6,7 @@ replaced (the "open" audit event covers `open()`, `io`, `os.open` and pathlib al
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -415,3 +416,32 @@ def test_the_probe_sees_the_mcp_sdk_where_it_is_used(tmp_path, small_board):
     result = footprint(tmp_path, small_board, "mcp")  # stdin is empty: the server starts and ends at once
     assert result["exit"] == 0, result["stderr"]
     assert "mcp.server" in result["modules"]
+
+
+@pytest.mark.parametrize(
+    "args", [("create", "Next step", "--json"), ("claim", "--owner", "bob", "--json")], ids=" ".join
+)
+def test_a_change_syncs_its_files_together_without_the_threading_module(tmp_path, small_board, args):
+    """A claim syncs its staged file, its intent and the scratch folder at once, from a few
+    lanes (disk.store._sync_together): they run on `_thread`, built in and already loaded,
+    since `threading` costs ~3 ms of the command's start-up."""
+    result = footprint(tmp_path, small_board, *args, bare=True)
+    assert result["exit"] == 0 and json.loads(result["stdout"]), result["stderr"]
+    assert "threading" not in result["modules"], args
+
+
+def test_the_sync_lanes_end_together_and_a_failing_sync_is_raised(tmp_path):
+    """The lanes of _sync_together on real files: every one is waited for, and a sync that
+    fails in any lane (a FIFO without a reader cannot be opened to be synced) is raised."""
+    from taskboard.disk.store import _sync_together
+
+    files = []
+    for n in range(20):
+        (tmp_path / f"f{n}").write_bytes(b"x" * n)
+        files.append(str(tmp_path / f"f{n}"))
+    _sync_together(files, [str(tmp_path)])
+    os.mkfifo(tmp_path / "fifo")
+    for at in (0, 5, 20):  # the calling thread's own lane, another lane, the last one
+        with pytest.raises(OSError) as raised:
+            _sync_together([*files[:at], str(tmp_path / "fifo"), *files[at:]], [str(tmp_path)])
+        assert raised.value.errno == errno.ENXIO
