@@ -170,6 +170,15 @@ def test_the_agent_loops_commands_load_neither_the_json_package_nor_re(tmp_path,
     assert {"json", "re", "enum"}.isdisjoint(result["modules"]), args
 
 
+@pytest.mark.parametrize("args", [("ready", "--json"), ("claim", "--owner", "bob", "--json")], ids=" ".join)
+def test_a_board_whose_claims_go_through_no_remote_never_loads_the_claim_refs(tmp_path, small_board, args):
+    """Whether `tasks init --remote` named a remote is one stat in the runtime state
+    folder; the claim refs (~3 ms of imports) are for the boards that have one."""
+    result = footprint(tmp_path, small_board, *args)
+    assert result["exit"] == 0, result["stderr"]
+    assert "taskboard.git.claimrefs" not in result["modules"], args
+
+
 @pytest.mark.parametrize("args", [("get", "1"), ("list",), ("ready",)], ids=" ".join)
 def test_human_reads_never_import_filelock(tmp_path, small_board, args):
     result = footprint(tmp_path, small_board, *args)

@@ -213,3 +213,73 @@ def test_a_flaw_is_worded_as_json_words_it_in_a_process_that_never_imported_json
     except ValueError as exc:
         wanted = f"JSONDecodeError {exc}"
     assert (done.stdout.strip(), done.stderr) == (wanted, "")
+
+
+# -- with-blocks without contextlib (core.scopes) ---------------------------------------------
+
+
+def _scopes_of(module):
+    """The same generator context managers, built by `module`'s contextmanager."""
+
+    @module.contextmanager
+    def plain(log):
+        log.append("enter")
+        try:
+            yield "held"
+        finally:
+            log.append("exit")
+
+    @module.contextmanager
+    def catching(log):
+        try:
+            yield
+        except KeyError:
+            log.append("caught")
+
+    @module.contextmanager
+    def translating(log):
+        try:
+            yield
+        except KeyError as exc:
+            raise LookupError("translated") from exc
+
+    @module.contextmanager
+    def twice(log):
+        yield
+        yield
+
+    @module.contextmanager
+    def never(log):
+        return
+        yield
+
+    return {"plain": plain, "catching": catching, "translating": translating, "twice": twice, "never": never}
+
+
+@pytest.mark.parametrize("scope", ["plain", "catching", "translating", "twice", "never"])
+@pytest.mark.parametrize("raised", [None, KeyError("k"), ValueError("v"), StopIteration(), GeneratorExit()])
+def test_core_scopes_behave_as_contextlib_does(scope, raised):
+    import contextlib
+
+    from taskboard.core import scopes
+
+    def outcome(module):
+        log = []
+        try:
+            with _scopes_of(module)[scope](log) as got, module.suppress(ZeroDivisionError):
+                log.append(got)
+                if raised is not None:
+                    raise raised
+                raise ZeroDivisionError("suppressed")
+        except BaseException as exc:
+            log.append((type(exc).__name__, str(exc)))
+        return log
+
+    assert outcome(scopes) == outcome(contextlib)
+
+
+def test_core_scopes_keep_the_functions_name_and_words():
+    from taskboard.core import scopes
+
+    made = _scopes_of(scopes)["plain"]
+    assert made.__name__ == "plain" and made.__wrapped__.__name__ == "plain"

@@ -5,8 +5,6 @@ returns a record or None, so the same rules serve one task or ten thousand.
 
 from __future__ import annotations
 
-from collections import deque
-
 from .fields import OPEN, Record, parent_of, priority_of, waits, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -66,9 +64,8 @@ def find_path(start: int, goal: int, successors: Callable[[int], Iterable[int]])
     if start == goal:
         return [start]
     parent: dict[int, int] = {start: start}
-    queue = deque([start])
-    while queue:
-        node = queue.popleft()
+    queue = [start]  # a list walked while it grows: a queue without collections' import
+    for node in queue:
         for nxt in successors(node):
             if nxt in parent:
                 continue
@@ -164,9 +161,9 @@ def strongly_connected(successors_of: dict[int, list[int]]) -> list[list[int]]:
 def downstream(task_id: int, successors: Callable[[int], Iterable[int]]) -> set[int]:
     """Every task reachable from task_id along `blocks` (not including itself)."""
     seen: set[int] = set()
-    queue = deque([task_id])
-    while queue:
-        for nxt in successors(queue.popleft()):
+    queue = [task_id]  # walked while it grows
+    for node in queue:
+        for nxt in successors(node):
             if nxt not in seen and nxt != task_id:
                 seen.add(nxt)
                 queue.append(nxt)

@@ -13,9 +13,9 @@ import stat
 import time
 import zlib
 from array import array
-from contextlib import suppress
 
 from ..core.fields import OPEN
+from ..core.scopes import suppress
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:

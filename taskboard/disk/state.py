@@ -24,10 +24,10 @@ import math
 import os
 import stat
 import time
-from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Corrupt
 from ..core.fields import STUCK_AFTER, dumps, loads
+from ..core.scopes import contextmanager, suppress
 from .locks import wait_for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 STATE_FOLDER = ".state"  # inside a board that no git work tree holds
 LOCK_NAME = ".lock"
+REMOTE_NAME = ".remote"  # {"remote": NAME, "clone": id}: the remote claims go through (taskboard.git.claimrefs)
 # A lease of D runs out D + LEASE_GRACE after the claim or renewal is written: never before
 # D has passed since the command that made it returned, and within the contract's D + 1 s.
 LEASE_GRACE = 0.5

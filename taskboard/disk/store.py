@@ -23,7 +23,6 @@ import fcntl
 import os
 import stat
 import time
-from contextlib import contextmanager, suppress
 
 from ..core.errors import Busy, Changed, Corrupt, NotFound, Taken, UsageError
 from ..core.fields import Record, dumps, loads
@@ -40,6 +39,7 @@ from ..core.model import (
     max_id_of,
 )
 from ..core.outcome import Note
+from ..core.scopes import contextmanager, suppress
 from .cache import CACHE_NAME, folder_key, record_moves, recorded_last, remember_last  # derived from the task files
 from .locks import wait_for
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ..disk.store import Store
     from ..ops.coordination import Authority
 
 
@@ -18,4 +19,16 @@ def claim_authority() -> Authority:
 
         return ClaimRefs()
 
-    return Deferred(claim_refs)
+    return Deferred(claim_refs, named=_remote_named)
+
+
+def _remote_named(store: Store) -> bool:
+    """Whether `tasks init --remote` named a remote for this clone's claims: one stat,
+    with no import of the claim refs (~3 ms of every `ready` and `claim`)."""
+    import os
+
+    from ..disk.state import REMOTE_NAME
+    from ..ops.claims import state_of
+
+    state = state_of(store)
+    return state.shared and os.path.exists(os.path.join(state.folder, REMOTE_NAME))

@@ -31,13 +31,14 @@ remote cannot be reached the change is made here, a note says the ref lags, and 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
 from ..core.errors import Busy, Corrupt, NotFound, Refused, TaskError, UsageError
 from ..core.fields import dumps, loads
 from ..core.outcome import Note, Outcome
+from ..core.scopes import suppress
+from ..disk.state import REMOTE_NAME
 from ..ops.coordination import Authority
 from .run import Git, failure
 
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
         ref_notes: list[Note]  # what the claim refs had to say (refs that lag)
 
 
-CONFIG = ".remote"  # in the runtime state folder: {"remote": NAME, "clone": id}
+CONFIG = REMOTE_NAME  # in the runtime state folder: {"remote": NAME, "clone": id}
 MIRROR = ".remote-claims.json"  # in the runtime state folder: what the tracking refs say, by uid
 CLAIMS = "refs/tasks/claims/"
 KIND = "tasks-claim"
@@ -240,7 +241,7 @@ def refresh(store: Store) -> None:
     claim attempt to report."""
     config = config_of(store)
     if config is not None:
-        with contextlib.suppress(TaskError):
+        with suppress(TaskError):
             fetch_all(Git(store), config)
 
 
@@ -371,7 +372,7 @@ def held_elsewhere(store: Store, records: list[Record]) -> set[int]:
     if config is None:
         return set()
     if _fetched_since(config):
-        with contextlib.suppress(TaskError):  # only a hint for views: the claim's push decides
+        with suppress(TaskError):  # only a hint for views: the claim's push decides
             rebuild_mirror(Git(store), config)
     mirror = read_mirror(config)
     if not mirror:
@@ -698,7 +699,7 @@ def _win(git: Git, config: Config, record: Record, owner: str, lease: float | No
 
 def _give_back(git: Git, config: Config, record: Record, ours: str, previous: str | None) -> None:
     """After a claim failed here: the ref back to exactly what it was (best effort)."""
-    with contextlib.suppress(TaskError):  # check reports the ref; nothing here depends on it
+    with suppress(TaskError):  # check reports the ref; nothing here depends on it
         restore(git, config, record["uid"], ours, previous)
 
 
@@ -793,7 +794,7 @@ def _guard_in_lock(board: Desk[Store], change: Any, moved: list[Record]) -> tupl
 
     def undo() -> None:
         for uid, ours, previous in reversed(done):
-            with contextlib.suppress(TaskError):
+            with suppress(TaskError):
                 restore(git, config, uid, ours, previous)
 
     for record in records:
@@ -857,7 +858,7 @@ def give_back(board: RefDesk) -> None:
         return
     git = Git(board.store)
     for uid, ours, previous in reversed(board.ref_undo):
-        with contextlib.suppress(TaskError):
+        with suppress(TaskError):
             restore(git, config, uid, ours, previous)
 
 

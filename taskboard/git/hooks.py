@@ -12,12 +12,12 @@ change (reads never look).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
 from ..core.errors import NotFound, UsageError
 from ..core.fields import dumps, loads
+from ..core.scopes import suppress
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def supervise(job: dict[str, Any]) -> None:
             if hook.returncode != 0:
                 failure = {"exit": hook.returncode, "output": output.decode("utf-8", "replace")[-TAIL:]}
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(OSError):
+            with suppress(OSError):
                 os.killpg(hook.pid, signal.SIGKILL)
             output, _ = hook.communicate()
             failure = {"exit": None, "timed_out": True, "output": output.decode("utf-8", "replace")[-TAIL:]}

@@ -60,33 +60,39 @@ LOCAL = Authority()
 
 
 class Deferred(Authority):
-    """An authority made on first use: opening a board costs no import of it."""
+    """An authority made on first use: opening a board costs no import of it. With
+    `named`, made only for a board it names as having one (asked on every use until
+    then: a long-lived server sees one configured later); until then the board alone
+    decides, as the deferred authority does without one."""
 
-    def __init__(self, make: Callable[[], Authority]):
+    def __init__(self, make: Callable[[], Authority], named: Callable[[Store], bool] | None = None):
         self._make = make
+        self._named = named
         self._made: Authority | None = None
 
-    def _it(self) -> Authority:
+    def _for(self, store: Store) -> Authority:
         if self._made is None:
+            if self._named is not None and not self._named(store):
+                return LOCAL
             self._made = self._make()
         return self._made
 
     def claim(self, board: Board, task_id: int | None, owner: str, lease: float | None) -> Outcome | None:
-        return self._it().claim(board, task_id, owner, lease)
+        return self._for(board.store).claim(board, task_id, owner, lease)
 
     def poll(
         self, store: Store, board: Board | None = None, catch_up: Callable[[Board], None] | None = None
     ) -> tuple[float, Callable[[], None]] | None:
-        return self._it().poll(store, board, catch_up)
+        return self._for(store).poll(store, board, catch_up)
 
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
-        return self._it().renew(board, task_id, lease)
+        return self._for(board.store).renew(board, task_id, lease)
 
     def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
-        return self._it().held_elsewhere(store, pending)
+        return self._for(store).held_elsewhere(store, pending)
 
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
-        return self._it().guard(board, change, moved)
+        return self._for(board.store).guard(board, change, moved)
 
     def first(self, board: Board, run: Callable[[], Outcome]) -> Outcome:
-        return self._it().first(board, run)
+        return self._for(board.store).first(board, run)
