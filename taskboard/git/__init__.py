@@ -27,8 +27,7 @@ def _remote_named(store: Store) -> bool:
     with no import of the claim refs (~3 ms of every `ready` and `claim`)."""
     import os
 
-    from ..disk.state import REMOTE_NAME
-    from ..ops.claims import state_of
+    from ..disk.state import REMOTE_NAME, state_of
 
     state = state_of(store)
     return state.shared and os.path.exists(os.path.join(state.folder, REMOTE_NAME))
