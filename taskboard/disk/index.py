@@ -222,15 +222,18 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
         if followed is not None:
             old, steps = followed
     if old["folder"] is not None and old["folder"] == shot.folder_key:
-        names = old["names"]
+        names, lstat = old["names"], os.lstat
         try:  # the floor: one lstat per task file, keeping nothing but its ctime
-            ctimes = array("q", [os.lstat(name, dir_fd=folder).st_ctime_ns for name in names])
+            found = [lstat(name, dir_fd=folder).st_ctime_ns for name in names]
         except FileNotFoundError:  # a file went after the folder was looked at: list it again
-            ctimes = None
-        if ctimes is not None:
+            found = None
+        if found is not None:
+            # compared as lists: making an array of them costs three times what .tolist() does
+            same = found == old["ctimes"].tolist()
+            ctimes = old["ctimes"] if same else array("q", found)
             shot.ids, shot.names, shot.inodes, shot.ctimes = old["ids"], names, old["inodes"], ctimes
             shot.kinds = bytearray(old["kinds"])
-            if ctimes == old["ctimes"] and UNSURE not in shot.kinds:
+            if same and UNSURE not in shot.kinds:
                 _adopt_open(shot, old, shot.kinds, every=True)
                 return steps > MAX_STEPS // 2  # nothing changed since the cache was written
             _adopt_open(shot, old, shot.kinds)
