@@ -614,7 +614,9 @@ class Store:
             os.close(fd)
             return None
         if found >= WITNESS_FROM:  # its change will watch the folder (_moving): the watch loaded before the lock
-            from . import watch  # noqa: F401
+            from .watch import load_inotify
+
+            load_inotify()
         return found, fd
 
     def _next_free(self) -> int:

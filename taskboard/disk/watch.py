@@ -104,6 +104,13 @@ def watcher_for(folders: list[str], stop: Stop | None = None) -> Any:
         return Poller(present, stop)
 
 
+def load_inotify() -> None:
+    """Load what an Inotify needs (ctypes, ~10 ms): a writer that will watch the board
+    folder (a Witness, taskboard.disk.store) pays for it before it takes the board lock,
+    so that no other writer waits for the import."""
+    import ctypes  # noqa: F401
+
+
 class Inotify:
     """The kernel's change notices for a few folders (Linux)."""
 
