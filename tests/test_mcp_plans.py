@@ -16,6 +16,7 @@ from conftest import tasks_process
 from invariants import assert_sound, snapshot
 from test_hooks import git, wait_for
 from test_mcp import in_memory, stdio, texts
+from watching import IN_DELETE, IN_MOVED_FROM, until
 
 
 def answers(board_dir, caller: str, calls: list[tuple[str, dict]]) -> list:
@@ -243,7 +244,7 @@ def test_hooks_run_after_mcp_changes_and_never_for_merged_ones(tmp_path):
         found = hook_events(seen)
         return found if len(found) >= 5 else None
 
-    events = wait_for(five)
+    events = wait_for(five, seen)
     assert sorted((event["event"], event["task"]) for event in events) == [
         ("claimed", 3),
         ("completed", 3),
@@ -253,5 +254,5 @@ def test_hooks_run_after_mcp_changes_and_never_for_merged_ones(tmp_path):
     ]
     assert all(event["actor"] == "agent-1" for event in events)
     # every hook started has finished (the supervisors leave nothing in scratch): none for #1 or #2 came late
-    wait_for(lambda: not any(scratch.iterdir()))
+    until(lambda: not any(scratch.iterdir()), scratch, IN_MOVED_FROM | IN_DELETE)
     assert len(hook_events(seen)) == 5

@@ -13,8 +13,10 @@ import time
 
 IN_CLOSE_WRITE = 0x08
 IN_CLOSE_NOWRITE = 0x10
+IN_MOVED_FROM = 0x40
 IN_MOVED_TO = 0x80
 IN_CREATE = 0x100
+IN_DELETE = 0x200
 _HEADER = struct.Struct("iIII")
 _libc = ctypes.CDLL(None, use_errno=True)
 
