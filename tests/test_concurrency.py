@@ -48,6 +48,9 @@ def test_sixteen_processes_each_creating_six_lose_nothing(board_dir):
     for w, worker in enumerate(results):
         for n, result in enumerate(worker):
             assert result["exit"] == 0, result
+            # nothing was killed: no create has a leftover to remove, nor anything else to say (a
+            # reservation let go of while another create's recovery looked was once a "leftover")
+            assert not result["stderr"].strip(), result
             created = json.loads(result["stdout"])
             assert created["subject"] == f"w{w} n{n}"
             ids.append(created["id"])

@@ -561,6 +561,8 @@ class Store:
         path = f"{self.scratch_dir}/{name}"
         try:
             fd = os.open(path, _READ_FLAGS)
+        except FileNotFoundError:  # gone since the folder was listed: a create let go of its name
+            return True  # (its id was taken meanwhile, it reserves the next), which leaves nothing behind
         except OSError:
             return False
         try:
