@@ -12,7 +12,6 @@ import os
 import stat
 import time
 import zlib
-from array import array
 
 from ..core.fields import OPEN
 from ..core.scopes import suppress
@@ -181,14 +180,15 @@ def fine_grained(folder: int) -> bool:
 # -- the cache folder ------------------------------------------------------------------------
 
 
-def saved_keys(found: dict) -> tuple[array, array, array]:
-    """The ids, ctimes and inodes a cache file holds, as the arrays they were saved from
-    (ValueError, KeyError or TypeError when they are not there)."""
-    ids, ctimes, inodes = array("q"), array("q"), array("Q")
-    ids.frombytes(found["ids"])
-    ctimes.frombytes(found["ctimes"])
-    inodes.frombytes(found["inodes"])
-    return ids, ctimes, inodes
+def saved_keys(found: dict) -> tuple[memoryview, memoryview, memoryview]:
+    """The ids, ctimes and inodes a cache file holds, as read-only views of the arrays they
+    were saved from (no copy, and no `array` import: it brings `collections`, ~1.9 ms);
+    ValueError, KeyError or TypeError when they are not there."""
+    return (
+        memoryview(found["ids"]).cast("q"),
+        memoryview(found["ctimes"]).cast("q"),
+        memoryview(found["inodes"]).cast("Q"),
+    )
 
 
 class Cache:

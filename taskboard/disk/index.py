@@ -35,8 +35,8 @@ from __future__ import annotations
 import gc
 import marshal
 import os
+import sys
 import time
-from array import array
 from bisect import bisect_left
 
 from ..core.errors import Corrupt, NotFound
@@ -46,7 +46,10 @@ from .cache import ARCHIVE_NAME, HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNS
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
+    from array import array
     from collections.abc import Iterable
+
+    Keys = array | memoryview  # a cache's saved keys are read-only views of its bytes (_array)
     from typing import Protocol
 
     from ..core.fields import Record
@@ -78,6 +81,18 @@ if TYPE_CHECKING:
         def read_archived(self, task_id: int) -> Record: ...
 
 
+NO_IDS, NO_INODES = memoryview(b"").cast("q"), memoryview(b"").cast("Q")
+
+
+def _array(code: str, items: Iterable[int] | bytes = ()) -> array:
+    """array.array(code, items), imported here: `array` imports `collections` (~1.9 ms of
+    every command), and a read that finds nothing changed works on the cache's own keys,
+    memoryviews of its bytes (Cache.load_index), so only a read that finds a change pays."""
+    from array import array
+
+    return array(code, items)
+
+
 SAVE_PER = 1000  # entries: a save of the index costs about what reading one file per SAVE_PER entries again does
 RACY_NS = 2_000_000_000  # a clock tick plus the coarsest usual timestamp (1 s: ext3, HFS+), with room
 STATUS_OF = {kind: status for status, kind in KINDS.items()}
@@ -92,11 +107,11 @@ class Snapshot:
     not be read. Positions run over the task files in id order."""
 
     def __init__(self) -> None:
-        self.ids = array("q")
+        self.ids: Keys = NO_IDS
         self.names: list[str] = []
         self.kinds = bytearray()  # KINDS of a trusted entry, UNSURE otherwise
-        self.ctimes = array("q")
-        self.inodes = array("Q")
+        self.ctimes: Keys = NO_IDS
+        self.inodes: Keys = NO_INODES
         self.open: dict[int, Record] = {}
         self.open_text: dict[int, str] = {}  # dumps(record), ready to print
         self.recent: dict[int, str] = {}  # status of each readable file read this time and not trusted
@@ -230,7 +245,7 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
         if found is not None:
             # compared as lists: making an array of them costs three times what .tolist() does
             same = found == old["ctimes"].tolist()
-            ctimes = old["ctimes"] if same else array("q", found)
+            ctimes = old["ctimes"] if same else _array("q", found)
             shot.ids, shot.names, shot.inodes, shot.ctimes = old["ids"], names, old["inodes"], ctimes
             shot.kinds = bytearray(old["kinds"])
             if same and UNSURE not in shot.kinds:
@@ -238,13 +253,13 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
                 return steps > MAX_STEPS // 2  # nothing changed since the cache was written
             _adopt_open(shot, old, shot.kinds)
             stale = sorted(set(_changed(ctimes, old["ctimes"])).union(_unsure(shot.kinds)))
+            shot.inodes = _array("Q", shot.inodes)  # the cache's keys are read-only views: kept apart
             if steps:  # a writer may have put a new inode in place: its key is taken again
-                shot.inodes = array("Q", shot.inodes)
                 _refresh_inodes(folder, shot, stale)
             _reread(store, folder, shot, stale, trusted)
             return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=steps > 0)
     # The folder changed (a file added, removed or renamed), or there is no usable index: list it.
-    ids = array("q", sorted(ids_from_file_names(os.listdir(folder))))
+    ids = _array("q", sorted(ids_from_file_names(os.listdir(folder))))
     if old["ids"]:
         _matched(store, folder, shot, old, ids, trusted)
     else:  # nothing to match (no cache, a damaged one, an empty board's): one pass over the files
@@ -268,10 +283,10 @@ def _matched(store: Files, folder: int, shot: Snapshot, old: dict, ids: array, t
     keys = _keys(names, folder)
     if None in keys:  # removed since the listing
         kept = [i for i, key in enumerate(keys) if key is not None]
-        ids, names, keys = array("q", [ids[i] for i in kept]), [names[i] for i in kept], [keys[i] for i in kept]
+        ids, names, keys = _array("q", [ids[i] for i in kept]), [names[i] for i in kept], [keys[i] for i in kept]
     shot.ids, shot.names = ids, names
-    shot.ctimes = array("q", [key[0] for key in keys])  # type: ignore[index]
-    shot.inodes = array("Q", [key[1] for key in keys])  # type: ignore[index]
+    shot.ctimes = _array("q", [key[0] for key in keys])  # type: ignore[index]
+    shot.inodes = _array("Q", [key[1] for key in keys])  # type: ignore[index]
     shot.kinds = _matched_kinds(shot, old)
     _adopt_open(shot, old, shot.kinds)
     _reread(store, folder, shot, _unsure(shot.kinds), trusted)
@@ -306,12 +321,23 @@ def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
     return {
         **old,
         "folder": now,
-        "ids": ids + array("q", new),
+        "ids": _keys_with(ids, b"".join(_int64(task_id) for task_id in new)),
         "names": old["names"] + [added[task_id] for task_id in new],
-        "ctimes": old["ctimes"] + array("q", [-1]) * more,  # never a file's: read
-        "inodes": old["inodes"] + array("Q", [0]) * more,
+        "ctimes": _keys_with(old["ctimes"], _int64(-1) * more),  # never a file's: read
+        "inodes": _keys_with(old["inodes"], bytes(8 * more), unsigned=True),
         "kinds": old["kinds"] + bytearray([UNSURE]) * more,
     }, steps
+
+
+def _keys_with(keys: Keys, more: bytes, unsigned: bool = False) -> memoryview:
+    """Saved keys with more after them, as a view like the cache's (a few new files: their
+    bytes made one by one cost less than importing `array`)."""
+    joined = memoryview(keys.tobytes() + more)
+    return joined.cast("Q") if unsigned else joined.cast("q")
+
+
+def _int64(number: int) -> bytes:
+    return number.to_bytes(8, sys.byteorder, signed=True)
 
 
 def _refresh_inodes(folder: int, shot: Snapshot, positions: list[int]) -> None:
@@ -353,7 +379,7 @@ _BLOCK = 512  # entries compared at once, as array slices (in C), before one by 
 
 
 def _changed(
-    now: array | bytearray, then: array | bytearray, now_too: array | None = None, then_too: array | None = None
+    now: Keys | bytearray, then: Keys | bytearray, now_too: Keys | None = None, then_too: Keys | None = None
 ) -> list[int]:
     """The positions where two arrays of one length differ (or a second pair does), found
     a block at a time: one edit among 100 000 entries costs 200 slice comparisons, not
@@ -383,10 +409,10 @@ def _unsure(kinds: bytearray) -> list[int]:
 
 _EMPTY: dict = {
     "folder": None,
-    "ids": array("q"),
+    "ids": NO_IDS,
     "names": [],
-    "ctimes": array("q"),
-    "inodes": array("Q"),
+    "ctimes": NO_IDS,
+    "inodes": NO_INODES,
     "kinds": bytearray(),
     "open": {},
 }
@@ -485,8 +511,8 @@ def _read_every(store: Files, folder: int, shot: Snapshot, ids: array, trusted: 
     the lstat loop's key would: a change during the read leaves the key stale, never the
     content. A file that is not plainly a sound record gets the lstat loop's key and the
     store's careful read (_reread); one removed since the listing is left out."""
-    names, ctimes, inodes, kinds = [], array("q"), array("Q"), bytearray()
-    kept_ids = array("q")
+    names, ctimes, inodes, kinds = [], _array("q"), _array("Q"), bytearray()
+    kept_ids = _array("q")
     careful: list[int] = []
     opened, opened_text, recent, closed_text = shot.open, shot.open_text, shot.recent, shot.closed_text
     for task_id in ids:
@@ -530,10 +556,10 @@ def _index_payload(shot: Snapshot) -> bytes:
     return marshal.dumps(
         {
             "folder": shot.folder_key,
-            "ids": array("q", shot.ids).tobytes(),
+            "ids": _array("q", shot.ids).tobytes(),
             "names": "\n".join(shot.names),
-            "ctimes": array("q", shot.ctimes).tobytes(),
-            "inodes": array("Q", shot.inodes).tobytes(),
+            "ctimes": _array("q", shot.ctimes).tobytes(),
+            "inodes": _array("Q", shot.inodes).tobytes(),
             "kinds": bytes(shot.kinds),
             "open": kept,
         }
@@ -567,9 +593,9 @@ def _load_history(store: Files, folder: int, shot: Snapshot, old: dict | None, t
         kinds, ids = shot.kinds, shot.ids
         closed = [i for i, kind in enumerate(kinds) if kind in CLOSED_KINDS]
         if (
-            array("q", [ids[i] for i in closed]) == old["ids"]
-            and array("q", [shot.ctimes[i] for i in closed]) == old["ctimes"]
-            and array("Q", [shot.inodes[i] for i in closed]) == old["inodes"]
+            _array("q", [ids[i] for i in closed]) == old["ids"]
+            and _array("q", [shot.ctimes[i] for i in closed]) == old["ctimes"]
+            and _array("Q", [shot.inodes[i] for i in closed]) == old["inodes"]
         ):  # the common case: every closed file is as the history file last saw it
             texts.update(zip(old["ids"], old["texts"], strict=True))
         else:
@@ -597,9 +623,9 @@ def _load_history(store: Files, folder: int, shot: Snapshot, old: dict | None, t
     if old is None:
         return True
     kept = _history_positions(shot)
-    ids = array("q", [shot.ids[i] for i in kept])
-    ctimes = array("q", [shot.ctimes[i] for i in kept])
-    inodes = array("Q", [shot.inodes[i] for i in kept])
+    ids = _array("q", [shot.ids[i] for i in kept])
+    ctimes = _array("q", [shot.ctimes[i] for i in kept])
+    inodes = _array("Q", [shot.inodes[i] for i in kept])
     if ids == old["ids"] and ctimes == old["ctimes"] and inodes == old["inodes"]:
         return False
     # saved only for an entry the old file lacks: one that is only newer is read again either way
@@ -624,9 +650,9 @@ def _history_payload(shot: Snapshot) -> bytes:
     kept = _history_positions(shot)
     return marshal.dumps(
         {
-            "ids": array("q", [shot.ids[i] for i in kept]).tobytes(),
-            "ctimes": array("q", [shot.ctimes[i] for i in kept]).tobytes(),
-            "inodes": array("Q", [shot.inodes[i] for i in kept]).tobytes(),
+            "ids": _array("q", [shot.ids[i] for i in kept]).tobytes(),
+            "ctimes": _array("q", [shot.ctimes[i] for i in kept]).tobytes(),
+            "inodes": _array("Q", [shot.inodes[i] for i in kept]).tobytes(),
             "texts": "\n".join(texts[shot.ids[i]] for i in kept),  # compact JSON holds no raw newline
         }
     )
@@ -657,10 +683,10 @@ def add_archive(shot: Snapshot, entries: list[tuple[int, str, str]], damaged: li
     if not added:
         return
     merged = sorted([(task_id, kind) for task_id, kind in zip(shot.ids, shot.kinds, strict=True)] + list(added.items()))
-    shot.ids = array("q", [task_id for task_id, _ in merged])
+    shot.ids = _array("q", [task_id for task_id, _ in merged])
     shot.kinds = bytearray(kind for _, kind in merged)
-    shot.ctimes = array("q", bytes(8 * len(merged)))
-    shot.inodes = array("Q", bytes(8 * len(merged)))
+    shot.ctimes = _array("q", bytes(8 * len(merged)))
+    shot.inodes = _array("Q", bytes(8 * len(merged)))
 
 
 def _marked(text: str) -> str:
@@ -695,7 +721,7 @@ def archive_entries(store: Shelf) -> tuple[list[tuple[int, str, str]], list[Corr
         if old is not None and old["folder"] is not None and old["folder"] == key:
             ids = old["ids"]
         else:
-            ids = array("q", sorted(ids_from_file_names(os.listdir(folder))))
+            ids = _array("q", sorted(ids_from_file_names(os.listdir(folder))))
         keys = _keys([f"task_{task_id}.json" for task_id in ids], folder)
     finally:
         os.close(folder)
@@ -704,7 +730,7 @@ def archive_entries(store: Shelf) -> tuple[list[tuple[int, str, str]], list[Corr
     entries, damaged, kept = _archived(store, ids, keys, old, trusted)
     if len(kept) != len(ids):
         key = None  # a file the cache does not keep: the folder is listed again next time
-    saved = (array("q", [e[0] for e in kept]), array("q", [e[1] for e in kept]), array("Q", [e[2] for e in kept]))
+    saved = (_array("q", [e[0] for e in kept]), _array("q", [e[1] for e in kept]), _array("Q", [e[2] for e in kept]))
     if old is None or old["folder"] != key or saved != (old["ids"], old["ctimes"], old["inodes"]):
         cache.save(ARCHIVE_NAME, _archive_payload(key, kept, saved))
     return entries, damaged
