@@ -19,6 +19,7 @@ from .fields import (
     MOMENT_SHAPE,
     PRIORITIES,
     STATUSES,
+    TIME_FORMAT,
     LoneSurrogate,
     Record,
     dumps,
@@ -310,7 +311,7 @@ def parse_when(text: str, at: float | None = None) -> str:
     span = span_seconds(raw)
     moment = time.time() if at is None else at
     if span is not None:
-        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment + span))
+        return time.strftime(TIME_FORMAT, time.gmtime(moment + span))
     from datetime import datetime, timezone
 
     try:
@@ -322,7 +323,7 @@ def parse_when(text: str, at: float | None = None) -> str:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return parsed.astimezone(timezone.utc).strftime(TIME_FORMAT)
 
 
 def _utf8(text: str, what: str) -> str:

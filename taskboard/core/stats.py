@@ -12,6 +12,8 @@ import calendar
 import math
 import time
 
+from .fields import TIME_FORMAT
+
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -106,7 +108,7 @@ def _by_age(ages: Iterable[float]) -> dict[str, int]:
 
 
 def _iso(moment: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+    return time.strftime(TIME_FORMAT, time.gmtime(moment))
 
 
 def parse_since(text: str, now: float | None = None) -> float:

@@ -99,13 +99,15 @@ def _safe(text: str) -> str:
     """The text with each run of characters outside [a-z0-9._-] as one `-`."""
     if _SLUG_CHARS.issuperset(text):
         return text
-    kept: list[str] = []
+    slug: list[str] = []
+    in_run = False
     for char in text:
         if char in _SLUG_CHARS:
-            kept.append(char)
-        elif not kept or kept[-1] != "\0":
-            kept.append("\0")
-    return "".join(kept).replace("\0", "-")
+            slug.append(char)
+        elif not in_run:
+            slug.append("-")
+        in_run = char not in _SLUG_CHARS
+    return "".join(slug)
 
 
 # -- writing -------------------------------------------------------------------------------

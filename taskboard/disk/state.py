@@ -26,7 +26,7 @@ import stat
 import time
 
 from ..core.errors import Busy, Corrupt
-from ..core.fields import STUCK_AFTER, dumps, loads
+from ..core.fields import STUCK_AFTER, TIME_FORMAT, dumps, loads
 from ..core.scopes import contextmanager, suppress
 from .locks import wait_for
 
@@ -585,4 +585,4 @@ def duration_text(seconds: float) -> str:
 
 
 def iso(moment: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+    return time.strftime(TIME_FORMAT, time.gmtime(moment))

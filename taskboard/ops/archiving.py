@@ -22,7 +22,7 @@ import calendar
 import time
 
 from ..core.errors import Corrupt, Refused, UsageError
-from ..core.fields import OPEN
+from ..core.fields import OPEN, TIME_FORMAT
 from ..core.model import archive_file_name, encode, file_name
 from ..core.outcome import Event, Outcome
 
@@ -46,7 +46,7 @@ def check_days(days: object) -> int:
 
 
 def _seconds(stamp: str) -> int:
-    return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    return calendar.timegm(time.strptime(stamp, TIME_FORMAT))
 
 
 def candidates(records: list[Record], days: int, at: float | None = None) -> list[Record]:

@@ -19,7 +19,7 @@ import time
 
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.fields import OPEN, STUCK_AFTER, dumps, waits, when_of
+from ..core.fields import OPEN, STUCK_AFTER, TIME_FORMAT, dumps, waits, when_of
 from ..core.model import check_owner, ids_text, new_uid
 from ..core.outcome import Event, Note, Outcome
 from ..disk.state import (
@@ -852,7 +852,7 @@ def _after_epoch(record: Record) -> float | None:
         return None
     import calendar
 
-    return float(calendar.timegm(time.strptime(when_of(record, "after") or "", "%Y-%m-%dT%H:%M:%SZ")))
+    return float(calendar.timegm(time.strptime(when_of(record, "after") or "", TIME_FORMAT)))
 
 
 # -- check ---------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from ..core.errors import Corrupt, NotFound
-from ..core.fields import OPEN, waits, when_of
+from ..core.fields import OPEN, TIME_FORMAT, waits, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def _runtime_reasons(
             if lease["expired"]
             else f"leased to {lease['holder']} for {int(left // 60)} min {int(left % 60)} s more"
         )
-        expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(lease["expires"]))
+        expires = time.strftime(TIME_FORMAT, time.gmtime(lease["expires"]))
         reasons.append({"reason": "lease", "message": words, "holder": lease["holder"], "expires": expires})
     other = fact.get("elsewhere")
     if other:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Collection, Iterable, Mapping
 
 from ..core import graph
-from ..core.fields import OPEN, STATUSES, Record, labels_of, parent_of, priority_of, when_of
+from ..core.fields import OPEN, STATUSES, TIME_FORMAT, Record, labels_of, parent_of, priority_of, when_of
 from ..core.model import MARKERS
 from ..core.states import STATES, counts, is_stuck, state
 
@@ -232,7 +232,7 @@ class Notes:
         self.parent = parent_of(record)
         self.after, self.due, self.overdue = None, None, False  # shown while the task is open
         if open_task:
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
+            stamp = time.strftime(TIME_FORMAT, time.gmtime(now))
             after = when_of(record, "after")
             self.after = after if after is not None and after > stamp else None
             self.due = when_of(record, "due")
