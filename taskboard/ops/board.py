@@ -160,6 +160,8 @@ class Board:
         the open ones alone (the listing may then be one without history)."""
         wanted, states, ready, blocked = query.statuses, query.states, query.ready, query.blocked
         shot = listing.shot
+        if query.open_only and not (states or blocked or query.by_field):
+            return self._open_ids(listing, query)
         hidden = self._not_offered(listing) if ready or "ready" in states else set()
         if query.open_only:
             candidates = [(task_id, shot.open[task_id]["status"]) for task_id in sorted(shot.open)]
@@ -188,6 +190,20 @@ class Board:
         if ready or (states == {"ready"} and not wanted):
             chosen.sort(key=lambda task_id: graph.ready_order(shot.open[task_id]))
         return chosen
+
+    def _open_ids(self, listing: Listing, query: Query) -> list[int]:
+        """select_ids of the calls agents repeat, `ready` and `list --status pending`
+        (or in_progress): filters on the status and readiness of open tasks alone, in
+        one pass over the open records."""
+        opened, wanted = listing.shot.open, query.statuses
+        ids = sorted(opened)
+        if not query.ready:
+            return [task_id for task_id in ids if opened[task_id]["status"] in wanted]
+        hidden = self._not_offered(listing)
+        records = [opened[task_id] for task_id in ids if task_id not in hidden]
+        if wanted:
+            records = [record for record in records if record["status"] in wanted]
+        return [record["id"] for record in sorted(graph.ready_among(records, listing.lookup), key=graph.ready_order)]
 
     def _not_offered(self, listing: Listing) -> set[int]:
         """Pending tasks `ready` leaves out: stuck, or claimed or completed in another
