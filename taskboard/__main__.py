@@ -25,11 +25,12 @@ if TYPE_CHECKING:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .cli.invocation import Invocation, fail
+    from .cli.invocation import Invocation, fail, guard_closed_streams, reader_gone
     from .core.errors import TaskError
     from .git import claim_authority
     from .views.messages import error_text, internal_text, os_error_text
 
+    guard_closed_streams()  # `tasks list >&-`: named as a stream that takes nothing, not a bug
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
     inv = Invocation(claim_authority)  # the claim refs of `tasks init --remote`, if any
@@ -47,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             fire(inv.board.store, exc.recorded)  # type: ignore[attr-defined]
         return fail(json_mode, exc.code, error_text(exc), exc.exit_code)
     except BrokenPipeError:
-        _silence_stdout()
-        return 0
+        return reader_gone()
     except OSError as exc:  # a board this user may not write, a full disk, a vanished mount: named, no bug
         return fail(json_mode, "corrupt", os_error_text(exc), 6)
     except KeyboardInterrupt:
@@ -247,14 +247,6 @@ def _fast_parse(args: list[str], inv: Invocation) -> dict | None:
     if command is None or len(operands) not in _OPERANDS.get(command, (0,)):
         return None
     return {"command": command, "operands": operands, **found}
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass
 
 
 if __name__ == "__main__":  # python -m taskboard; imported (the `tasks` script), it only defines main

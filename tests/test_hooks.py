@@ -7,12 +7,13 @@ each wait is on a file event in the folder a hook writes to (tests/watching.py).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import tasks_process
+from conftest import TASKS, tasks_process
 from watching import IN_CLOSE_WRITE, IN_CREATE, IN_MOVED_TO, until
 
 
@@ -193,6 +194,36 @@ def test_tool_calls_run_hooks_too(repo, tmp_path):
 
     [event] = wait_for(written, tmp_path)
     assert event["event"] == "created" and event["record"]["subject"] == "From a model"
+
+
+def _close_stdout() -> None:
+    os.close(1)
+
+
+@pytest.mark.parametrize("stdout", ["closed", "a pipe nobody reads"])
+def test_a_change_whose_answer_is_lost_still_runs_its_hooks(repo, tmp_path, stdout):
+    """The change is made when its answer cannot be written (`tasks create X --json >&-`,
+    or `| head -c 0`): its hooks run as for any change (they did not: the failed write
+    ended the command before them)."""
+    seen = tmp_path / "seen.jsonl"
+    tasks(repo, "hook", "add", "created", appends_event(seen))
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        for args in (["create", "fast path", "--json"], ["create", "click", "--as", "amy"]):
+            options = {"preexec_fn": _close_stdout} if stdout == "closed" else {"stdout": writing}
+            done = subprocess.run([*TASKS, *args], cwd=repo, stderr=subprocess.PIPE, timeout=60, check=False, **options)
+            assert done.returncode == (6 if stdout == "closed" else 0), done.stderr
+    finally:
+        os.close(writing)
+
+    def written():
+        """both created events"""
+        events = json_lines(seen)
+        return events if len(events) == 2 else None
+
+    events = wait_for(written, tmp_path)
+    assert sorted(event["record"]["subject"] for event in events) == ["click", "fast path"]
 
 
 @pytest.mark.parametrize("source", ["plan", "claude"])

@@ -780,6 +780,58 @@ def test_a_full_standard_output_is_named_and_a_change_made_stays_made(b):
     assert done.returncode == 3
 
 
+def _close_stdout() -> None:
+    os.close(1)  # `tasks ... >&-`: the command starts with no standard output at all
+
+
+# the fast path (list, ready, get, create --json) and the click tree (board, log, create, claim --as)
+CLOSED_OUT_READS = (["list", "--json"], ["ready"], ["get", "1"], ["board"], ["log", "--json"])
+CLOSED_OUT_WRITES = ((["create", "c", "--json"], 3), (["create", "d"], 4), (["claim", "1", "--as", "bob", "--json"], 1))
+
+
+def test_a_closed_standard_output_is_named_and_a_change_made_names_its_task(b):
+    """`tasks list --json >&-` was an internal error (None has no `write`) and a write
+    made its change and then called itself a bug; now: exit 6 naming standard output,
+    and a write says that its change was made and which task to look at."""
+    for args in CLOSED_OUT_READS:
+        done = subprocess.run(
+            [*TASKS, "--dir", str(b), *args], stderr=subprocess.PIPE, preexec_fn=_close_stdout, timeout=60, check=False
+        )
+        no_trace(done)
+        assert done.returncode == 6 and b"standard output: cannot be written (closed" in done.stderr, (
+            args,
+            done.stderr,
+        )
+    for args, task_id in CLOSED_OUT_WRITES:
+        done = subprocess.run(
+            [*TASKS, "--dir", str(b), *args], stderr=subprocess.PIPE, preexec_fn=_close_stdout, timeout=60, check=False
+        )
+        no_trace(done)
+        last = done.stderr.decode().strip().splitlines()[-1]
+        assert done.returncode == 6 and "standard output" in last, (args, done.stderr)
+        assert f"the change was made: tasks get {task_id} shows #{task_id}" in last, (args, last)
+    records = json.loads(tasks(b, "list", "--json").stdout)
+    assert [r["subject"] for r in records] == ["a", "b", "c", "d"]
+    assert (records[0]["status"], records[0]["owner"]) == ("in_progress", "bob")
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(b):
+    """A closed pipe (`tasks log --json | head -c 1`): exit 0 and nothing on stderr, as
+    Unix tools at the head of a pipe end, through click as on the fast path (click
+    exited 1, the contract's code for a bug); a write it made stays made."""
+    reading, writing = os.pipe()
+    os.close(reading)  # the reader is gone before the first byte: every write meets EPIPE
+    try:
+        for args in (["list", "--json"], ["get", "1"], ["log", "--json"], ["board"], ["claim", "1", "--as", "bob"]):
+            done = subprocess.run(
+                [*TASKS, "--dir", str(b), *args], stdout=writing, stderr=subprocess.PIPE, timeout=60, check=False
+            )
+            assert (done.returncode, done.stderr) == (0, b""), (args, done.stderr)
+    finally:
+        os.close(writing)
+    assert json.loads(tasks(b, "get", "1", "--json").stdout)["owner"] == "bob"
+
+
 def test_a_planted_intent_of_damaged_records_is_never_replayed(b):
     before = snapshot(b)
     (b / ".scratch").mkdir(exist_ok=True)

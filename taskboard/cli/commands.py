@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.errors import UsageError
+from ..core.errors import Corrupt, UsageError
 from ..core.fields import priority_of
-from ..views.messages import damage_error, error_text, mermaid_hint, problem_document
+from ..views.messages import answer_lost, damage_error, error_text, mermaid_hint, problem_document
 from ..views.text import json_safe, shown, shown_record, shown_value
 from .invocation import Invocation, write
 
@@ -29,16 +29,22 @@ def show_record(inv: Invocation, outcome: Outcome, fields: tuple[str, ...] | Non
     """What a change did: the record (or its marker line; under --json only `fields` of
     it when given), then what the user should hear."""
     assert outcome.record is not None
-    if inv.json:
-        from ..core.model import pick
+    try:
+        if inv.json:
+            from ..core.model import pick
 
-        inv.data(pick(outcome.record, fields))
-    else:
-        from ..views.viewmodel import task_line
+            inv.data(pick(outcome.record, fields))
+        else:
+            from ..views.viewmodel import task_line
 
-        write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
-    inv.report(outcome)
-    run_hooks(inv, outcome)
+            write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
+        inv.report(outcome)
+    except Corrupt as exc:
+        if exc.rule != "output":
+            raise
+        raise answer_lost(exc, outcome.record["id"]) from None  # the answer is lost, not the change
+    finally:  # the change is made, whether or not its answer could be written: its hooks run
+        run_hooks(inv, outcome)
     return 0
 
 

@@ -144,6 +144,58 @@ def plain_output() -> bool:
     return os.environ.get("TERM") == "dumb" or not sys.stdout.isatty()
 
 
+class ClosedStream:
+    """What stands for stdout or stderr when the command was started with it closed
+    (`tasks list >&-`: Python then leaves sys.stdout None). Every write fails as a write
+    to a closed descriptor does, so the command names the stream (exit 6, as on a full
+    disk) instead of failing on None; nothing is pending, so the exit's flush is quiet."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, "closed when the command started")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        import errno
+
+        raise OSError(errno.EBADF, "closed when the command started")
+
+
+def guard_closed_streams() -> None:
+    """Stand a ClosedStream in for stdout and stderr where the command started with them
+    closed, and hold their descriptors open on /dev/null: else the first file the command
+    opens takes number 1 or 2, and a process it starts (git, a gate, a hook) writes its
+    output into that file."""
+    for name, number in (("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            held = os.open(os.devnull, os.O_WRONLY)
+            if held != number:
+                os.dup2(held, number)
+                os.close(held)
+            setattr(sys, name, ClosedStream())
+
+
+def reader_gone() -> int:
+    """Standard output's reader went away (a closed pipe: `tasks list --json | head -c 1`):
+    the command ends quietly and exits 0, as Unix tools at the head of a pipe do; what it
+    did stays done (the reader chose to read no further). What was left unwritten goes to
+    /dev/null, so the exit's flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    return 0
+
+
 def fail(json_mode: bool, code: str, message: str, exit_code: int, hint: str = "") -> int:
     """Report the error a command ends with (the last line of stderr); its exit code."""
     try:

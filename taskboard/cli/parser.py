@@ -28,7 +28,7 @@ from ..core.model import (
     parse_priority,
     parse_status,
 )
-from .invocation import Invocation, check_timeout, fail, write
+from .invocation import Invocation, check_timeout, fail, reader_gone, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -388,7 +388,19 @@ def _meta(items) -> dict | None:
 # -- the commands -------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Tree(click.Group):
+    """The command tree. A reader that goes away (a closed pipe) ends a command as it
+    ends one of the fast path (cli.invocation.reader_gone), not with click's own exit 1,
+    which the contract keeps for a bug."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            return reader_gone()
+
+
+@click.group(cls=Tree, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--dir", "board_dir", metavar="PATH", help="The board folder (else TASKS_DIR, else the nearest .tasks/).")
 @click.option("--timeout", type=SECONDS, help="Seconds to wait for the board lock (else TASKS_LOCK_TIMEOUT, else 10).")
 @click.option("--as", "caller", metavar="NAME", help="Who is calling (else TASKS_OWNER); protects tasks others hold.")

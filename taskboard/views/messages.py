@@ -90,6 +90,18 @@ def os_error_text(exc: OSError) -> str:
     return unusable(exc.filename, exc).message
 
 
+def answer_lost(exc: Corrupt, task_id: int) -> Corrupt:
+    """A change's answer that could not be written (views.text.write's error): the change
+    is made all the same, so the message says so and names the task, not a failure."""
+    why = exc.data.get("why", "")
+    return Corrupt(
+        f"{exc.file}: cannot be written ({why}); the change was made: tasks get {task_id} shows #{task_id}",
+        exc.file,
+        "output",
+        why=why,
+    )
+
+
 def internal_text(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc} (set TASKS_DEBUG=1 for a trace)"
 

@@ -147,7 +147,8 @@ def write(stream: Any, text: str) -> None:
 
         which = "standard error" if stream is sys.stderr else "standard output"
         reason = (exc.strerror or str(exc)).lower()
-        raise Corrupt(f"{which}: cannot be written ({reason}); a change made is still made", which, "output") from None
+        message = f"{which}: cannot be written ({reason}); a change made is still made"
+        raise Corrupt(message, which, "output", why=reason) from None
 
 
 def terminal_width(stream: Any) -> int | None:

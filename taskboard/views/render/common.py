@@ -47,11 +47,20 @@ Facts = Mapping[int, Mapping[str, Any]]
 NO_FACTS: Facts = {}
 
 
+class _Console(Console):
+    """rich's console, but a reader that goes away (a closed pipe) is the front end's to
+    end (the command line exits 0 quietly), not rich's SystemExit(1), a bug's code."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written
+        raise BrokenPipeError
+
+
 def console(plain: bool, stderr: bool = False, record: bool = False, width: int | None = None) -> Console:
     """The console a command prints to. Plain: no colour, no terminal codes at all."""
     stream = _lossy(sys.stderr if stderr else sys.stdout)
     if plain:
-        return Console(
+        return _Console(
             file=stream,
             no_color=True,
             highlight=False,
@@ -62,7 +71,7 @@ def console(plain: bool, stderr: bool = False, record: bool = False, width: int 
             markup=False,
             width=width,
         )
-    return Console(file=stream, highlight=False, record=record, emoji=False, markup=False, width=width)
+    return _Console(file=stream, highlight=False, record=record, emoji=False, markup=False, width=width)
 
 
 class _Lossy:
