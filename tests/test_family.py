@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TASKS, Run, tasks_process
-from gitboard import git_env, new_clone
+from gitboard import new_clone
 from watching import IN_CLOSE_NOWRITE, IN_CREATE, Watch
 
 from taskboard.core.model import encode
@@ -154,9 +154,7 @@ def test_a_record_without_a_subject_is_still_damage(run, board_dir):
 # -- finding 7: check --fix on a damaged board names no merge ------------------------------------
 
 
-def test_check_fix_on_a_damaged_board_without_a_merge_says_nothing_of_merging(tmp_path, monkeypatch):
-    for key, value in git_env(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
+def test_check_fix_on_a_damaged_board_without_a_merge_says_nothing_of_merging(tmp_path, git_identity):
     clone = new_clone(tmp_path / "repo")
     clone.tasks("create", "Fine")
     (clone.board / "task_2.json").write_text("{")
@@ -290,11 +288,9 @@ def test_a_file_that_stays_empty_is_damage_after_all(run, board_dir):
 
 @pytest.mark.parametrize("lease", [[], ["--lease", "10m"]], ids=["no-lease", "live-lease"])
 @pytest.mark.parametrize("ending", ["completed", "pending"])
-def test_a_claim_another_writer_ended_leaves_check_clean(tmp_path, monkeypatch, ending, lease):
+def test_a_claim_another_writer_ended_leaves_check_clean(tmp_path, git_identity, ending, lease):
     """Even under a live lease: a file written since the claim was taken is another
     writer's word (a rewound one, older than the claim, is not: test_sync_kill)."""
-    for key, value in git_env(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
     clone = new_clone(tmp_path / "repo")
     clone.tasks("create", "Write parser")
     clone.tasks("create", "Write checker", "--blocked-by", "1")
