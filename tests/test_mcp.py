@@ -125,6 +125,7 @@ def test_a_bug_is_an_internal_error_not_a_dead_server(board_dir, monkeypatch):
         raise ZeroDivisionError("boom")
 
     monkeypatch.setattr(tools.BY_NAME["task_get"], "run", broken)
+    board_dir.mkdir()  # a board there: the call reaches the tool (on no board it is refused first)
 
     async def scenario():
         async with in_memory(board_dir) as client:
@@ -192,6 +193,40 @@ def test_the_board_is_found_per_call(tmp_path):
     run_async(scenario)
     assert assert_sound(project / ".tasks")[1]["subject"] == "found from the working folder"
     assert assert_sound(other)[1]["subject"] == "named in the call"
+
+
+def test_a_board_that_is_not_there_is_named_not_read_as_a_finished_plan(tmp_path):
+    """Found with the MCP inspector: on a board folder that does not exist, task_claim said
+    "no ready task" (to an agent: the plan is finished) and a listing was silently empty."""
+    missing = tmp_path / "typo" / ".tasks"
+
+    async def scenario():
+        async with in_memory(missing, "agent") as client:
+            calls = [
+                ("task_claim", {}),
+                ("task_claim", {"wait": 0.2}),
+                ("task_update", {"taskId": 1, "status": "completed"}),
+                ("task_note", {"taskId": 1, "text": "x"}),
+                ("task_get", {"taskId": 1}),
+                ("task_log", {"taskId": 1}),
+                ("task_list", {}),
+                ("task_log", {}),
+            ]
+            return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+    *refused, listed, logged = run_async(scenario)
+    for answer in refused:
+        assert answer.is_error
+        error = texts(answer)[0]["error"]
+        assert (error["code"], error["exit"]) == ("not_found", 3)
+        assert error["message"].startswith(f"there is no board at {missing}: make one there with tasks init")
+    for answer, empty in ((listed, {"tasks": [], "total": 0}), (logged, {"events": [], "total": 0})):
+        assert not answer.is_error
+        document, warning = texts(answer)
+        assert document == empty
+        assert warning["warning"].startswith(f"there is no board at {missing}")
+        assert warning["warning"].endswith("(this is read as an empty board)")
+    assert not missing.exists()
 
 
 def test_a_server_whose_board_vanishes_keeps_answering(tmp_path):

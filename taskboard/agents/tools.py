@@ -18,7 +18,14 @@ import os
 from ..core.errors import Corrupt, GateFailed, NotFound, TaskError, UsageError
 from ..core.fields import PRIORITIES, STATUSES
 from ..core.model import REMOVE, STATES_TO_FILTER, STATUS_WORDS, Patch, parse_fields, parse_id, pick
-from ..views.messages import damage_error, error_document, error_text, outcome_events, permission_text
+from ..views.messages import (
+    damage_error,
+    error_document,
+    error_text,
+    no_board_text,
+    outcome_events,
+    permission_text,
+)
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -34,6 +41,8 @@ DEFAULT_LIMIT = 50  # tasks in one task_list answer unless the caller asks for m
 MAX_LIMIT = 1000
 MAX_WAIT = 24 * 3600  # seconds a task_claim may wait
 LIST_FILTERS = STATES_TO_FILTER  # task_list's status also takes ready and blocked
+MAKE_A_BOARD = frozenset({"task_create", "task_import"})  # the tools that make the board where there is none
+ANOTHER_BOARD = "with the call's board argument, or --dir PATH or TASKS_DIR"  # how a call names a board
 
 
 class Arg:
@@ -521,6 +530,9 @@ def dispatch(
     tool = find_tool(name)
     args = check_arguments(tool, arguments)
     board = open_board(args.pop("board", None) or board_dir, caller, timeout)
+    missing = tool.name not in MAKE_A_BOARD and not os.path.isdir(board.store.path)
+    if missing and (not tool.read_only or "taskId" in args):  # not "no task #7", not "the plan is finished"
+        raise NotFound(no_board_text(board.store.path, False, ANOTHER_BOARD), "no-board")
     try:
         reply = tool.run(board, args, stop) if tool.waits else tool.run(board, args)
     except GateFailed as exc:  # the failed attempt it journaled runs its hooks (git.hooks)
@@ -535,6 +547,8 @@ def dispatch(
         from ..git.hooks import fire
 
         fire(board.store, reply.outcome)
+    if missing:  # a listing of no board reads as an empty one, as the command line's does, and says so
+        reply.events.insert(0, ("warning", no_board_text(board.store.path, True, ANOTHER_BOARD)))
     return reply
 
 

@@ -286,7 +286,7 @@ def claim(
     board = inv.board.local() if offline else inv.board
     if not os.path.isdir(board.store.path):  # not "the plan is finished": there is no plan here
         from ..core.errors import NotFound
-        from .invocation import no_board_text
+        from ..views.messages import no_board_text
 
         raise NotFound(no_board_text(board.store.path, reading=False), "no-board")
     name = owner if owner is not None else board.caller

@@ -10,7 +10,7 @@ import os
 import sys
 
 from ..core.errors import TaskError, UsageError
-from ..views.messages import outcome_events
+from ..views.messages import no_board_text, outcome_events
 from ..views.text import json_text, shown_lines, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -126,12 +126,6 @@ class Invocation:
 
 
 READS = frozenset({"get", "list", "ready", "prime", "board", "graph", "log", "check"})  # never make a board
-
-
-def no_board_text(path: str, reading: bool = True) -> str:
-    """What a command says on a board folder that does not exist (DESIGN section 4)."""
-    read = " (this is read as an empty board)" if reading else ""
-    return f"there is no board at {path}: make one there with tasks init, or name another with --dir PATH or TASKS_DIR{read}"
 
 
 def plain_output() -> bool:

@@ -71,6 +71,13 @@ def error_document(exc: TaskError) -> dict[str, Any]:
     return {"code": exc.code, "message": error_text(exc), "exit": exc.exit_code}
 
 
+def no_board_text(path: str, reading: bool = True, another: str = "with --dir PATH or TASKS_DIR") -> str:
+    """What a command (or a tool: `another` says how it names a board) says on a board
+    folder that does not exist (DESIGN section 4)."""
+    read = " (this is read as an empty board)" if reading else ""
+    return f"there is no board at {path}: make one there with tasks init, or name another {another}{read}"
+
+
 def permission_text(exc: PermissionError) -> str:
     """A board this user may not read or write: named, with what to do; no bug."""
     return (
