@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 
 import pytest
 from gitboard import Fleet, Machine, plan
@@ -170,6 +171,100 @@ def test_a_waiter_pushes_its_own_completions_so_waiters_elsewhere_are_freed(flee
     waiting_a.kill()
     waiting_a.communicate(timeout=30)
     assert b.records()[1]["status"] == "completed"
+
+
+HELD = "were not pushed"  # the waiter's word for the code commits it leaves to the user
+
+
+def on_remote(fleet: Fleet, commit: str) -> bool:
+    """Whether the remote holds `commit` at all (an object a push sent, reachable or not)."""
+    found = subprocess.run(
+        ["git", "--git-dir", str(fleet.remote), "cat-file", "-e", f"{commit}^{{commit}}"], env=fleet.env
+    )
+    return found.returncode == 0
+
+
+def test_a_waiters_sync_pushes_the_board_but_never_the_users_code_commits(fleet):
+    """A waiter syncs by itself (work ended elsewhere; its own completions must leave): it
+    pushes the board only. b's unreviewed code commit stays on b until b's user runs
+    `tasks sync` (or git push); the boards still meet, and each waiter gets its task."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "1", owner="amy")
+    a.tasks("claim", "4", owner="cat")
+    b.tasks("sync")
+    (b.top / "app.py").write_text("print('not reviewed yet')\n")
+    b.git("add", "app.py")
+    b.git("commit", "-q", "-m", "code nobody reviewed")
+    code = b.git("rev-parse", "HEAD").stdout.strip()
+    waiting_b = b.spawn("claim", "--wait", "60", "--json", TASKS_OWNER="bob")  # #2 waits on #1
+    a.tasks("done", "1", owner="amy")
+    a.tasks("sync")
+    out, err = waiting_b.communicate(timeout=90)  # the completion came in through the waiter's sync
+    assert waiting_b.returncode == 0, err
+    assert json.loads(out)["id"] == 2
+    assert not on_remote(fleet, code)
+    said = [json.loads(line)["warning"] for line in err.splitlines() if HELD in line]
+    assert len(said) == 1 and code[:12] in said[0], err  # said once, naming the commit
+    b.tasks("done", "2", owner="bob")  # no sync: the completion is only on b
+    waiting_a = a.spawn("claim", "3", "--wait", "60", "--json", TASKS_OWNER="amy")  # #3 waits on #2
+    waiting_b = b.spawn("claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")  # b's waiter pushes #2's end
+    out, err = waiting_a.communicate(timeout=90)
+    assert waiting_a.returncode == 0, err
+    assert json.loads(out)["id"] == 3
+    waiting_b.kill()
+    waiting_b.communicate(timeout=30)
+    assert not on_remote(fleet, code)
+    assert b.git("merge-base", "--is-ancestor", code, "HEAD").returncode == 0  # b's branch still has it
+    assert (b.top / "app.py").read_text() == "print('not reviewed yet')\n"
+    pushed = fleet.env | {"GIT_DIR": str(fleet.remote)}
+    remote_files = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", "main"], env=pushed, capture_output=True, text=True
+    )
+    assert "app.py" not in remote_files.stdout.split()
+    assert b.tasks("sync").returncode == 0  # the user asks: now the branch goes, code and all (DESIGN §9)
+    assert on_remote(fleet, code)
+    a.tasks("sync")
+    b.tasks("sync")
+    agreed(a, b)
+    assert (a.top / "app.py").exists()
+
+
+@pytest.mark.parametrize("kill", ["pushed", ""])
+def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_killed(fleet, kill):
+    """The board pushed alone is not a commit of b's branch: when the waiter's sync is
+    killed right after that push, the next sync must still bring b to the board it pushed,
+    renumbering and all (an id that reached the remote never moves), journaled once."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    b.tasks("sync")
+    (b.top / "app.py").write_text("print('not reviewed yet')\n")
+    b.git("add", "app.py")
+    b.git("commit", "-q", "-m", "code nobody reviewed")
+    code = b.git("rev-parse", "HEAD").stdout.strip()
+    b.tasks("create", "Made on b first, not pushed")  # #5 on b
+    a.tasks("create", "Pushed from a")  # #5 on a
+    a.tasks("sync")
+    if kill:
+        killed = b.spawn("claim", "4", "--wait", "60", TASKS_OWNER="bob", TASKS_TEST_SYNC_KILL=kill)
+        killed.communicate(timeout=90)
+        assert killed.returncode == -signal.SIGKILL
+    assert not on_remote(fleet, code)
+    waiting = b.spawn("claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")  # the next sync: again a waiter's
+    a.tasks("release", "4", owner="cat")
+    a.tasks("sync")
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 0, err
+    assert json.loads(out)["id"] == 4
+    assert not on_remote(fleet, code)
+    for machine in (b, a):
+        machine.tasks("sync")
+        records = machine.records()
+        assert (records[5]["subject"], records[6]["subject"]) == ("Pushed from a", "Made on b first, not pushed")
+        assert 7 not in records
+        entries = machine.json("log")
+        assert [(e["task"], e["from"]) for e in entries if e["event"] == "renumbered"] == [(6, 5)]  # journaled once
+    a.tasks("sync")
+    agreed(a, b)
 
 
 def test_no_round_trip_to_the_remote_holds_the_board_lock(fleet, tmp_path):

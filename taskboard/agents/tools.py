@@ -317,16 +317,20 @@ def _claim(board: Board, args: dict[str, Any], stop: Stop | None = None) -> Repl
         board = board.local()
     lease = lease_or_env(args.get("lease"))
     wait = args.get("wait", False)
+    said: list[str] = []  # what the wait's syncs did not push (the branch's code), said once
     if wait is False:
         outcome = board.claim(args.get("taskId"), owner, lease)
     else:
-        from ..git.sync import bring_in
+        from ..git.sync import waiter
 
-        outcome = board.claim_wait(args.get("taskId"), owner, lease, None if wait is True else wait, stop, bring_in)
+        seconds = None if wait is True else wait
+        outcome = board.claim_wait(args.get("taskId"), owner, lease, seconds, stop, waiter(said.append))
     if stop is not None and stop.is_set():  # won after the caller gave up: nobody would know it holds it
         give_back(board, outcome, owner, stop.reason or "the call was given up")
         raise NotFound(f"stopped waiting: {stop.reason}; what was claimed meanwhile was given back", "stopped")
-    return _only(_outcome_reply(outcome), args)
+    reply = _only(_outcome_reply(outcome), args)
+    reply.events[:0] = [("warning", message) for message in said]
+    return reply
 
 
 def give_back(board: Board, outcome: Outcome, owner: str, reason: str) -> None:

@@ -291,9 +291,9 @@ def claim(
         raise NotFound(no_board_text(board.store.path, reading=False), "no-board")
     name = owner if owner is not None else board.caller
     if wait:
-        from ..git.sync import bring_in  # the board comes in when the claim refs say work ended elsewhere
+        from ..git.sync import waiter  # the board comes in when the claim refs say work ended elsewhere
 
-        return show_record(inv, board.claim_wait(task_id, name, lease, seconds, catch_up=bring_in), fields)
+        return show_record(inv, board.claim_wait(task_id, name, lease, seconds, catch_up=waiter(inv.warn)), fields)
     return show_record(inv, board.claim(task_id, name, lease), fields)
 
 

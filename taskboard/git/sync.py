@@ -28,6 +28,12 @@ committed and nothing else moved.
 
 sync always merges, whatever `pull.rebase` says: a merge never rewrites commits other
 clones may already have, and needs no clean work tree.
+
+A sync nobody asked for (a waiter's: bring_in) pushes the board, never the user's other
+work: when a commit it would push changes a file outside the board (code not reviewed
+yet, say), it pushes instead a commit of its own on the remote's branch, that branch
+with the board as merged here, and merges that commit in here; the branch's other
+commits stay here (`Synced.held`) until the user runs `tasks sync` or `git push`.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from .run import NETWORK_TIMEOUT, Git, failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from ..core.fields import Record
@@ -53,6 +59,7 @@ if TYPE_CHECKING:
 
 ATTEMPTS = 5  # pushes tried while the remote keeps moving
 MESSAGE = "tasks: sync the board"
+BOARD_ONLY = "tasks: sync the board (alone: this branch's other commits were not pushed)"
 PREFIX = "tasks-sync"  # the names of sync's own files in the work tree's git folder
 LOCK = f"{PREFIX}.lock"  # one sync of a work tree at a time
 MARKER = f"{PREFIX}.json"  # a landing under way: {"from", "to", "snapshot"}
@@ -73,6 +80,7 @@ class Synced:
         self.completed: list[int] = []
         self.unblocked: list[int] = []
         self.notes: list[str] = []
+        self.held: list[str] = []  # commits that change files outside the board, not pushed (a waiter's sync)
 
     def document(self) -> dict[str, Any]:
         return {
@@ -89,9 +97,10 @@ class Synced:
         }
 
 
-def sync(board: Board, name: str | None = None, waiting: Any = None) -> Synced:
+def sync(board: Board, name: str | None = None, waiting: Any = None, board_only: bool = False) -> Synced:
     """One sync (see the module's words); `waiting` is called once if another sync of this
-    work tree runs and this one waits for it."""
+    work tree runs and this one waits for it. `board_only` (a sync nobody asked for): push
+    no commit that changes a file outside the board."""
     store = board.store
     repo = gitwire.find_repo(store.root)
     if repo is None or not store.root.is_dir():
@@ -105,12 +114,12 @@ def sync(board: Board, name: str | None = None, waiting: Any = None) -> Synced:
     with _sync_lock(repo, store, waiting):
         plumbing = _Plumbing(git, repo, path)
         try:
-            return _sync_locked(board, plumbing, branch, name)
+            return _sync_locked(board, plumbing, branch, name, board_only)
         finally:
             plumbing.clean()
 
 
-def _sync_locked(board: Board, plumbing: _Plumbing, branch: str, name: str | None) -> Synced:
+def _sync_locked(board: Board, plumbing: _Plumbing, branch: str, name: str | None, board_only: bool) -> Synced:
     store, git, repo = board.store, plumbing.git, plumbing.repo
     plumbing.recover(board)
     busy = repo.in_progress()
@@ -127,7 +136,7 @@ def _sync_locked(board: Board, plumbing: _Plumbing, branch: str, name: str | Non
     if commit != old and commit is not None:
         result.committed.append(commit)
     try:
-        target = _exchange(plumbing, name, merge_ref, commit, result)
+        target = _exchange(plumbing, name, merge_ref, commit, result, board_only)
     except (Busy, Refused):
         plumbing.land(board, old, commit, commit)  # the board's own commit stays; nothing else moves
         raise
@@ -142,18 +151,18 @@ def _sync_locked(board: Board, plumbing: _Plumbing, branch: str, name: str | Non
     return result
 
 
-def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None, result: Synced) -> str | None:
-    """Fetch, merge, push; again while the remote moves meanwhile. The commit to land."""
+def _exchange(
+    plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None, result: Synced, board_only: bool = False
+) -> str | None:
+    """Fetch, merge, push; again while the remote moves meanwhile. The commit to land.
+    With `board_only`, when the merge holds commits that change files outside the board,
+    what is pushed is the remote's branch with the board as merged (plumbing.board_on),
+    and what lands here is the merge joined to it (plumbing.join)."""
     git = plumbing.git
     tracking = f"refs/remotes/{name}/{result.branch}"
     for attempt in range(1, ATTEMPTS + 1):
         result.attempts = attempt
-        fetched = git.run("fetch", "-q", "--no-tags", name, f"+{merge_ref}:{tracking}", network=True)
-        remote_head = None
-        if fetched.returncode == 0:
-            remote_head = _rev(git, tracking)
-        elif b"couldn't find remote ref" not in fetched.stderr:
-            raise Busy(f"the remote {name} cannot be reached: {failure(fetched)}", "remote-unreachable", remote=name)
+        remote_head = _fetch(git, name, merge_ref, tracking)
         target, notes = plumbing.combine(commit, remote_head, name, tracking)
         result.merged = target not in (commit, remote_head)
         if result.merged and target is not None:
@@ -162,13 +171,23 @@ def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None
         if target is None or target == remote_head:
             result.notes += notes
             return target
-        pushed = git.run("push", "--porcelain", "--no-verify", name, f"{target}:{merge_ref}", network=True)
+        sent = _to_send(plumbing, target, remote_head, result) if board_only else target
+        if sent is None or sent == remote_head:  # the remote has the board already; nothing else may go
+            result.notes += notes
+            return target
+        pushed = git.run("push", "--porcelain", "--no-verify", name, f"{sent}:{merge_ref}", network=True)
         flag = _push_flag(pushed, merge_ref)
         if flag is None:
             raise Busy(f"the remote {name} cannot be reached: {failure(pushed)}", "remote-unreachable", remote=name)
         if flag != "!":
             result.pushed = True
             result.notes += notes
+            if sent != target:  # the board went alone: this branch joins it (its own merge, if any, is not kept)
+                target = plumbing.join(commit or target, target, sent, name)
+                if result.merged:  # the merge made above is not kept: this one is
+                    result.committed.pop()
+                result.committed.append(target)
+                result.merged = True
             _stop("pushed")
             return target
         if result.merged:
@@ -178,6 +197,24 @@ def _exchange(plumbing: _Plumbing, name: str, merge_ref: str, commit: str | None
         if (moved[0] if moved else None) == remote_head:  # not a race: the remote refuses this push
             raise Refused(f"{name} refused the push: {failure(pushed)}", "push-refused", remote=name)
     raise Busy(f"{name} kept moving: {ATTEMPTS} pushes were refused; sync again", "remote-moving", remote=name)
+
+
+def _fetch(git: Git, name: str, merge_ref: str, tracking: str) -> str | None:
+    """The remote's branch, fetched into `tracking`: its commit, or None when it has none."""
+    fetched = git.run("fetch", "-q", "--no-tags", name, f"+{merge_ref}:{tracking}", network=True)
+    if fetched.returncode == 0:
+        return _rev(git, tracking)
+    if b"couldn't find remote ref" not in fetched.stderr:
+        raise Busy(f"the remote {name} cannot be reached: {failure(fetched)}", "remote-unreachable", remote=name)
+    return None
+
+
+def _to_send(plumbing: _Plumbing, target: str, remote_head: str | None, result: Synced) -> str | None:
+    """What a sync nobody asked for pushes: `target` when every commit it would send
+    changes the board alone; else the remote's branch with the board as `target` holds it
+    (the commits it leaves out are `result.held`)."""
+    result.held = plumbing.outside_commits(target, remote_head)
+    return plumbing.board_on(remote_head, target) if result.held else target
 
 
 def _stop(point: str) -> None:
@@ -299,6 +336,69 @@ class _Plumbing:
         if self._ancestor(remote, commit):
             return commit, []
         return self.merge(commit, remote, name, tracking)
+
+    # -- a sync nobody asked for pushes the board alone ---------------------------------------
+
+    def outside_commits(self, target: str, remote: str | None) -> list[str]:
+        """The commits a push of `target` would send (those `remote` lacks) that change a
+        file outside the board: a merge only when it differs outside the board from every
+        parent (its own resolution), as `git diff-tree -c` tells."""
+        listed = self.git.run("rev-list", target, *([f"^{remote}"] if remote else []), check=True).stdout
+        commits = set(listed.decode().split())
+        if not commits:
+            return []
+        done = self.git.run(
+            "diff-tree",
+            "--stdin",
+            "-z",
+            "-r",
+            "-c",
+            "--root",
+            "--name-only",
+            "--",
+            ".",
+            f":(exclude){self.path}",
+            input=listed,
+            check=True,
+        )
+        held: list[str] = []
+        current = None
+        for word in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+            if word in commits:
+                current = word
+            elif word and current is not None and (not held or held[-1] != current):
+                held.append(current)
+        return held
+
+    def board_on(self, remote: str | None, target: str) -> str | None:
+        """A commit on `remote` whose tree is the remote's with the board as `target` holds
+        it (`remote` itself when the board is the same; None when the remote has no branch:
+        a branch is the user's to publish)."""
+        if remote is None:
+            return None
+        _unlink(self.private)
+        self.git.run("read-tree", remote, env=self.env(), check=True)
+        prefix = self.path.rstrip("/")
+        self.git.run("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", prefix, env=self.env(), check=True)
+        if self.git.run("rev-parse", "-q", "--verify", f"{target}:{prefix}").returncode == 0:
+            self.git.run("read-tree", f"--prefix={prefix}/", f"{target}:{prefix}", env=self.env(), check=True)
+        tree = self.git.out("write-tree", env=self.env())
+        if tree == self.git.out("rev-parse", f"{remote}^{{tree}}"):
+            return remote
+        done = self.git.run("commit-tree", tree, "-p", remote, "-m", BOARD_ONLY)
+        if done.returncode != 0:
+            raise UsageError(f"cannot commit the board: {failure(done)}", "commit-failed")
+        return done.stdout.decode().strip()
+
+    def join(self, ours: str, target: str, sent: str, name: str) -> str:
+        """This branch (`ours`) merged with `sent` (the remote's branch with the board
+        pushed alone): `target`'s tree, the merge of `ours` and the remote already made."""
+        done = self.git.run(
+            "commit-tree", f"{target}^{{tree}}", "-p", ours, "-p", sent, "-m", f"tasks: merge {name}'s board"
+        )
+        if done.returncode != 0:
+            raise UsageError(f"cannot commit the merge: {failure(done)}", "commit-failed")
+        return done.stdout.decode().strip()
 
     def _ancestor(self, older: str, newer: str) -> bool:
         return self.git.run("merge-base", "--is-ancestor", older, newer).returncode == 0
@@ -738,14 +838,28 @@ RETRY_AFTER = 30.0  # seconds before a waiter tries again to push what a failed 
 _failed: dict[str, tuple[str, float]] = {}  # board path: (what was not pushed, when the sync failed)
 
 
-def bring_in(board: Board) -> None:
+def waiter(say: Callable[[str], None]) -> Callable[[Board], None]:
+    """The `catch_up` of one waiter (`claim --wait`): bring_in, with what its syncs did not
+    push (the branch's commits outside the board) said once, through `say`."""
+    said: list[str] = []
+
+    def once(message: str) -> None:
+        if not said:
+            said.append(message)
+            say(message)
+
+    return lambda board: bring_in(board, once)
+
+
+def bring_in(board: Board, say: Callable[[str], None] | None = None) -> None:
     """What a waiter does at every poll of the claim refs (claimrefs.ClaimRefs.poll): sync
     when they say an open task here was finished or given back on another machine and
     the remote's branch moved since this clone last fetched it (a completion frees
     dependents only once the task files say so); and sync when this clone's board holds
     what the remote's branch does not (its own completions leave it while its agent
     waits, instead of waiting for a sync nobody runs). A sync that fails is left to a
-    later poll."""
+    later poll. Nobody asked for these syncs: they push the board alone, never a commit
+    that changes a file outside it (the user's code), and say so through `say`."""
     import time
 
     from ..core.errors import TaskError
@@ -761,7 +875,7 @@ def bring_in(board: Board) -> None:
         if ended_elsewhere(board.store):
             heads = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
             if heads and heads[0] != _rev(git, tracking):
-                sync(board, name)
+                _held(sync(board, name, board_only=True), say)
                 return
         unpushed = _unpushed(git, board.store, tracking)
         if not unpushed:
@@ -770,13 +884,24 @@ def bring_in(board: Board) -> None:
         if failed is not None and failed[0] == unpushed and time.monotonic() - failed[1] < RETRY_AFTER:
             return
         try:
-            sync(board, name)
+            _held(sync(board, name, board_only=True), say)
         except TaskError:
             _failed[board.store.path] = (unpushed, time.monotonic())
             raise
         _failed.pop(board.store.path, None)
     except TaskError:
         return
+
+
+def _held(result: Synced, say: Callable[[str], None] | None) -> None:
+    if not result.held or say is None:
+        return
+    shown = ", ".join(commit[:12] for commit in result.held[:3]) + (", ..." if len(result.held) > 3 else "")
+    say(
+        f"synced the board with {result.remote}/{result.branch} alone: {len(result.held)} commit(s) of this "
+        f"branch that change files outside the board were not pushed ({shown}); "
+        "`tasks sync` or `git push` publishes them"
+    )
 
 
 def _unpushed(git: Git, store: Store, tracking: str) -> str:

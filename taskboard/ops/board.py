@@ -649,7 +649,7 @@ class Board:
         """Claim; when nothing is claimable yet but something could still come to owner,
         wait for it (at most `seconds`, or until `stop` is set), holding no lock
         (taskboard.claims); the authority says what to fetch meanwhile (claims through a
-        remote: the claim refs, and, by `catch_up` (the front end's: git.sync.bring_in),
+        remote: the claim refs, and, by `catch_up` (the front end's: git.sync.waiter),
         the board when they say work ended on another machine)."""
         from . import claims
 
