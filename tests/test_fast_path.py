@@ -127,3 +127,36 @@ def test_the_fast_path_ends_at_once_with_its_whole_answer_and_exit_code(tmp_path
     for slow in (["log"], ["create", "by click"], ["call"]):  # click, and `call` (any tool): the ordinary exit
         done = ending(*slow)
         assert b"torn down" in done.stderr, (slow, done.stderr)
+
+
+def test_the_collector_is_off_for_the_fast_path_only_and_as_it_was_after(tmp_path, monkeypatch):
+    """Start-up makes tens of thousands of objects and no garbage: a command of the fast
+    path runs with the cyclic collector off. Every other command (servers, waiters,
+    watchers run for hours) has it back before it runs, and `main` leaves the process
+    (a test's, an embedding program's) with the collector as it found it."""
+    import gc
+
+    from taskboard.cli import commands
+
+    board = tmp_path / ".tasks"
+    write_board(board, [record(1, "one"), record(2, "two")])
+    seen: list[tuple[str, bool]] = []
+    real = commands.list_tasks
+
+    def observed(inv, query, *args, **kwargs):
+        seen.append((" ".join(inv.argv), gc.isenabled()))
+        return real(inv, query, *args, **kwargs)
+
+    monkeypatch.setattr(commands, "list_tasks", observed)
+    main = taskboard.__main__.main
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            assert main(["--dir", str(board), "list", "--json"]) == 0
+            assert gc.isenabled() is enabled
+            assert main(["--dir", str(board), "list", "--json", "--owner", "nobody"]) == 0  # click's
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
+    fast, slow = f"--dir {board} list --json", f"--dir {board} list --json --owner nobody"
+    assert seen == [(fast, False), (slow, True), (fast, False), (slow, False)]

@@ -170,6 +170,19 @@ def test_the_agent_loops_commands_load_neither_the_json_package_nor_re(tmp_path,
     assert {"json", "re", "enum"}.isdisjoint(result["modules"]), args
 
 
+@pytest.mark.parametrize("args", [("create", "Next step", "--json"), ("get", "2", "--json")], ids=" ".join)
+def test_a_create_or_a_get_loads_no_index_no_listing_and_no_merge_driver(tmp_path, small_board, args):
+    """A create names no other task and a get reads one file: neither opens the index
+    (taskboard.disk.index, with ops.query over it), the merge driver (the door only asks
+    whether a merge left the board to finish, a stat or two: disk.gitdirs), the runtime
+    state or the words of failures (views.messages): every module costs an agent's
+    create (8 at once on 2 cores are bound by CPU) its reading and unmarshalling."""
+    result = footprint(tmp_path, small_board, *args, bare=True)
+    assert result["exit"] == 0 and json.loads(result["stdout"]), result["stderr"]
+    unwanted = {"taskboard.disk.index", "taskboard.ops.query", "taskboard.git.driver", "taskboard.disk.state"}
+    assert unwanted.union({"taskboard.views.messages", "bisect", "math"}).isdisjoint(result["modules"]), args
+
+
 @pytest.mark.parametrize("args", [("ready", "--json"), ("claim", "--owner", "bob", "--json")], ids=" ".join)
 def test_a_board_whose_claims_go_through_no_remote_never_loads_the_claim_refs(tmp_path, small_board, args):
     """Whether `tasks init --remote` named a remote is one stat in the runtime state

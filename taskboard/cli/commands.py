@@ -11,7 +11,6 @@ import sys
 
 from ..core.errors import Corrupt, UsageError
 from ..core.fields import priority_of
-from ..views.messages import answer_lost, damage_error, error_text, mermaid_hint, problem_document
 from ..views.text import json_safe, shown, shown_record, shown_value
 from .invocation import Invocation, write
 
@@ -42,6 +41,8 @@ def show_record(inv: Invocation, outcome: Outcome, fields: tuple[str, ...] | Non
     except Corrupt as exc:
         if exc.rule != "output":
             raise
+        from ..views.messages import answer_lost
+
         raise answer_lost(exc, outcome.record["id"]) from None  # the answer is lost, not the change
     finally:  # the change is made, whether or not its answer could be written: its hooks run
         run_hooks(inv, outcome)
@@ -100,6 +101,8 @@ def damage(inv: Invocation, listing: Listing) -> None:
     """Name each damaged file on stderr; the command still showed the rest, then exits 6."""
     inv.notes(listing.notes)
     if listing.damaged:
+        from ..views.messages import damage_error, error_text
+
         for exc in listing.damaged[:-1]:
             inv.warn(error_text(exc))
         raise damage_error(listing.damaged)
@@ -204,6 +207,8 @@ def get(inv: Invocation, task_id: int, fields: tuple[str, ...] | None = None) ->
         inv.report(history)
     inv.report(outcome)  # an interrupted change it finished is news, as for every command
     if outcome.damaged:  # a neighbour's damaged file: shown as such, then named (exit 6), as a listing does
+        from ..views.messages import damage_error, error_text
+
         for exc in outcome.damaged[:-1]:
             inv.warn(error_text(exc))
         raise damage_error(outcome.damaged)
@@ -744,6 +749,8 @@ def graph(
     if fmt == "mermaid" and text is not None:
         too_big = views.mermaid_warning(text, len(edges))
         if too_big:
+            from ..views.messages import mermaid_hint
+
             inv.warn(f"{too_big}; {mermaid_hint(focused=task_id is not None)}")
     damage(inv, listing)
     return 0
@@ -801,6 +808,8 @@ def check(inv: Invocation, fix: bool = False) -> int:
     found += inv.board.check(fix=fix)
     found += claim_ref_problems(inv.board, fix=fix)  # claim refs on the remote (taskboard.remote)
     found += check_problems(inv.board.store, fix=fix)  # what git left or lacks
+    from ..views.messages import problem_document
+
     problems = [problem_document(problem) for problem in found]
     ok = all(problem.fixed or getattr(problem, "notice", False) for problem in found)
     if inv.json:

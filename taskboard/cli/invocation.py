@@ -5,12 +5,10 @@ error last). The click-free fast path and the click commands both build one.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 
 from ..core.errors import TaskError, UsageError
-from ..views.messages import no_board_text, outcome_events
 from ..views.text import json_text, shown_lines, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -59,6 +57,8 @@ class Invocation:
             path, self.checkout_board = board_location(self.board_dir)
             self._board = Board(Store(path, timeout), caller, self.authority())
             if self.command in READS and not os.path.isdir(path):
+                from ..views.messages import no_board_text
+
                 self.warn(no_board_text(path))
             if self.on_board is not None:
                 self.on_board(self, self._board)
@@ -92,6 +92,10 @@ class Invocation:
 
     def report(self, outcome: Outcome) -> None:
         """What the caller should hear of an outcome: its notes, then the tasks set free."""
+        if not (outcome.notes or outcome.unblocked):
+            return  # most changes: nothing to word, and the words' module stays unloaded
+        from ..views.messages import outcome_events
+
         for key, value, human in outcome_events(outcome):
             self.event(key, value, human)
 
@@ -213,6 +217,6 @@ def env_timeout(default: float) -> float:
 
 
 def check_timeout(value: float) -> float:
-    if not math.isfinite(value) or value < 0:
+    if not 0 <= value < float("inf"):  # NaN compares false: refused with the infinities
         raise UsageError(f"the lock timeout must be a finite number of seconds ≥ 0, not {value}")
     return value

@@ -28,6 +28,7 @@ import time
 from ..core.errors import Busy, Corrupt
 from ..core.fields import STUCK_AFTER, TIME_FORMAT, dumps, loads
 from ..core.scopes import contextmanager, suppress
+from .gitdirs import common_dir, small_text
 from .locks import wait_for
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -58,7 +59,7 @@ def locate(board: str) -> tuple[str, bool]:
     real = os.path.realpath(board)
     here = real
     while True:
-        common = _git_common_dir(here)
+        common = common_dir(here)
         if common is not None:
             return f"{common}/tasks/{_key(os.path.relpath(real, here))}", True
         parent = os.path.dirname(here)
@@ -67,67 +68,30 @@ def locate(board: str) -> tuple[str, bool]:
         here = parent
 
 
-def clone_folder(board: str) -> str | None:
-    """Git's common folder of the clone whose work tree holds `board` (None outside git):
-    where a clone keeps what it never commits (its config, taskboard's hooks among it)."""
-    here = os.path.realpath(board)
-    while True:
-        common = _git_common_dir(here)
-        if common is not None:
-            return common
-        parent = os.path.dirname(here)
-        if parent == here:
-            return None
-        here = parent
-
-
-def _git_common_dir(top: str) -> str | None:
-    """Git's common folder when `top` is the top of a work tree (it holds `.git`): the
-    `.git` folder itself, or the folder a `.git` file's `gitdir:` names, followed by its
-    `commondir` (linked worktrees); None when `top` holds no usable `.git`."""
-    dot_git = os.path.join(top, ".git")
-    try:
-        info = os.stat(dot_git)
-    except OSError:
-        return None
-    if stat.S_ISDIR(info.st_mode):
-        git_dir = dot_git
-    elif stat.S_ISREG(info.st_mode):
-        text = _small_text(dot_git)
-        if text is None or not text.startswith("gitdir:"):
-            return None
-        git_dir = os.path.join(top, text[len("gitdir:") :].strip())
-    else:
-        return None
-    common = _small_text(os.path.join(git_dir, "commondir"))
-    folder = os.path.join(git_dir, common.strip()) if common and common.strip() else git_dir
-    return os.path.normpath(folder) if os.path.isdir(folder) else None
-
-
 def main_worktree(top: str) -> str | None:
     """The top of the clone's main worktree when `top` is the top of a linked worktree
     (its `.git` a file naming a folder that has `commondir`) and the clone works one
     plan: None for a main worktree, a submodule, a bare main, or when git's config says
     `tasks.worktrees = branch` (the clone's, the worktree's or the user's)."""
-    text = _small_text(os.path.join(top, ".git"))
+    text = small_text(os.path.join(top, ".git"))
     if text is None or not text.startswith("gitdir:"):
         return None
     git_dir = os.path.join(top, text[len("gitdir:") :].strip())
-    common = _small_text(os.path.join(git_dir, "commondir"))
+    common = small_text(os.path.join(git_dir, "commondir"))
     if not common or not common.strip():
         return None
-    common_dir = os.path.normpath(os.path.join(git_dir, common.strip()))
+    common_folder = os.path.normpath(os.path.join(git_dir, common.strip()))
     home = os.path.expanduser("~")
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     files = [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    files += [os.path.join(common_dir, "config"), os.path.join(git_dir, "config.worktree")]
+    files += [os.path.join(common_folder, "config"), os.path.join(git_dir, "config.worktree")]
     settings = _git_config(files)
     if settings.get(("tasks", "worktrees"), "").lower() == "branch":
         return None
     if settings.get(("core", "bare"), "").lower() in ("true", "yes", "on", "1"):
         return None
-    main = os.path.dirname(common_dir)
-    if os.path.basename(common_dir) != ".git" or not os.path.isdir(common_dir):
+    main = os.path.dirname(common_folder)
+    if os.path.basename(common_folder) != ".git" or not os.path.isdir(common_folder):
         return None  # a bare clone (or a git folder kept apart): no main worktree to share
     return main
 
@@ -146,7 +110,7 @@ MAX_INCLUDE_DEPTH = 10  # git's own limit
 
 
 def _read_config(path: str, found: dict[tuple[str, str], str], depth: int) -> None:
-    text = _small_text(path, 1 << 16)
+    text = small_text(path, 1 << 16)
     section = ""
     for raw in (text or "").splitlines():
         line = raw.strip()
@@ -163,21 +127,6 @@ def _read_config(path: str, found: dict[tuple[str, str], str], depth: int) -> No
             _read_config(os.path.join(os.path.dirname(path), included), found, depth + 1)  # an absolute one stays
             continue
         found[(section, key)] = value
-
-
-def _small_text(path: str, limit: int = 4096) -> str | None:
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return os.read(fd, limit).decode("utf-8", "replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _key(relative: str) -> str:

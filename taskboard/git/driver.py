@@ -17,9 +17,10 @@ import sys
 
 from ..core.fields import dumps, loads
 from ..core.model import id_from_file_name
+from ..disk.gitdirs import MERGE_MARKER as MARKER  # a merge that touched the board
+from ..disk.gitdirs import git_dir as find_git_dir
 
 MAX_MARKER = 1 << 20  # the marker names boards and failed files: far below this
-MARKER = "tasks-merge.json"  # in the work tree's own git folder: a merge that touched the board
 CACHE = "tasks-merge-cache"  # beside it: this driver's answers by blob ids, for the shell words in front of it
 _PICKS = r"^(?:pick|p|reword|r|edit|e|squash|s|fixup|f)\s+([0-9a-f]{40})\b"
 
@@ -127,31 +128,6 @@ def read_small(path: str, limit: int = 4096) -> str | None:
         return None
     finally:
         os.close(fd)
-
-
-def find_git_dir(top: str) -> str | None:
-    """The git folder of the work tree at `top`: `.git` itself, or the folder a `.git` file names."""
-    dot = os.path.join(top, ".git")
-    if os.path.isdir(dot):
-        return dot
-    text = (read_small(dot) or "").strip()
-    if not text.startswith("gitdir:"):
-        return None
-    return os.path.normpath(os.path.join(top, text[len("gitdir:") :].strip()))
-
-
-def merge_pending(board: str) -> bool:
-    """Did a merge leave the board at `board` to finish? Stats only: every command asks."""
-    folder = os.path.abspath(board)
-    while True:
-        dot = os.path.join(folder, ".git")
-        if os.path.exists(dot):
-            git_dir = find_git_dir(folder)
-            return git_dir is not None and os.path.exists(os.path.join(git_dir, MARKER))
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return False
-        folder = parent
 
 
 def read_marker(git_dir: str) -> dict:

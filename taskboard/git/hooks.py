@@ -40,7 +40,7 @@ TAIL = 2000  # characters of a failing hook's output kept in the journal
 
 def _common_dir(store: Store) -> str | None:
     """The git common folder of the clone the board is in (None outside git)."""
-    from ..disk.state import clone_folder
+    from ..disk.gitdirs import clone_folder
 
     return clone_folder(store.path)
 

@@ -30,11 +30,9 @@ from ..core.model import (
     refuse_past_ceiling,
 )
 from ..core.outcome import Event, Note, Outcome
-from ..disk.index import snapshot
 from ..disk.store import Store
 from .change import Change, check_caller, link, require_board
 from .coordination import LOCAL
-from .query import Listing, Query, read
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -44,6 +42,7 @@ if TYPE_CHECKING:
     from ..core.outcome import Problem
     from ..disk.watch import Stop
     from .coordination import Authority
+    from .query import Listing, Query
 
 
 def _no_gate_check(change: Change, task_id: int, outcome: Outcome, force: bool) -> None:
@@ -148,6 +147,8 @@ class Board:
     def listing(self, history: bool = True, archive: bool = False) -> Listing:
         """The board as its files say it is now (taskboard.ops.query.read); with `archive`
         the archived tasks too."""
+        from .query import read  # with the index it reads: a create or a get loads neither
+
         return read(self.store, history, archive)
 
     def select(self, listing: Listing, query: Query) -> list[Record]:
@@ -932,6 +933,8 @@ def _named_in_blocked_by(store: Store, change: Change, task_id: int, known: set[
     family writes the dependent's side of an edge alone (DESIGN §13). Found among the
     open records through the board's cache (taskboard.index), as `claim` finds ready work:
     no closed record is read."""
+    from ..disk.index import snapshot
+
     shot = snapshot(store)
     return [
         tid
