@@ -183,10 +183,15 @@ def test_a_create_or_a_get_loads_no_index_no_listing_and_no_merge_driver(tmp_pat
     assert unwanted.union({"taskboard.views.messages", "bisect", "math"}).isdisjoint(result["modules"]), args
 
 
-@pytest.mark.parametrize("args", [("ready", "--json"), ("claim", "--owner", "bob", "--json")], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [("ready", "--json"), ("claim", "--owner", "bob", "--json"), ("ready",), ("list",), ("get", "1"), ("board",)],
+    ids=" ".join,
+)
 def test_a_board_whose_claims_go_through_no_remote_never_loads_the_claim_refs(tmp_path, small_board, args):
     """Whether `tasks init --remote` named a remote is one stat in the runtime state
-    folder; the claim refs (~3 ms of imports) are for the boards that have one."""
+    folder; the claim refs (~3 ms of imports) are for the boards that have one. The
+    views for people ask the board's authority too for claims on other machines."""
     result = footprint(tmp_path, small_board, *args)
     assert result["exit"] == 0, result["stderr"]
     assert "taskboard.git.claimrefs" not in result["modules"], args

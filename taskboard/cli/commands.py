@@ -147,9 +147,7 @@ def create(inv: Invocation, subject: str, *given: Any, **fields: Any) -> int:
 def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
     """What the runtime state adds to these tasks for a person (leases, failed attempts,
     claims in other worktrees); nothing when it cannot be read: it never fails a view."""
-    from ..git.claimrefs import every_fact
-
-    return shown_value(every_fact(inv.board.store, records), lines=True)  # names and notes: made safe to show
+    return shown_value(inv.board.facts(records), lines=True)  # names and notes: made safe to show
 
 
 def plan_facts(inv: Invocation, listing: Any, records: list) -> dict[int, dict]:

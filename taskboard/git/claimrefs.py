@@ -386,30 +386,10 @@ def held_elsewhere(store: Store, records: list[Record]) -> set[int]:
     return hidden
 
 
-def every_fact(store: Store, records: list[Record]) -> dict[int, dict]:
-    """What the runtime state adds to these tasks for a person (leases, failed attempts,
-    claims in other worktrees, and on other machines: remote_facts), a failed gate marked
-    as trouble; nothing when it cannot be read: it never fails a view. The front ends
-    make the names and notes safe to show."""
-    from ..ops.claims import facts
-    from ..ops.gates import is_gate_failure
-
-    try:
-        found = facts(store, records)
-        for task_id, fact in remote_facts(store, records).items():  # claims on other machines
-            found.setdefault(task_id, {}).setdefault("elsewhere", fact["elsewhere"])
-    except (TaskError, OSError):
-        return {}
-    for fact in found.values():  # a failed gate is trouble, not just a failed attempt
-        if is_gate_failure(str(fact.get("last_failure") or "")):
-            fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
-    return found
-
-
 def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:
-    """For views: `elsewhere` {"kind": "claimed" or "completed", "owner", "remote"} for
-    each pending task another clone claimed (a claim that holds) or completed, as far as
-    this clone has seen. No git run."""
+    """For views (ClaimRefs.elsewhere): {"kind": "claimed" or "completed", "owner",
+    "remote"} for each pending task another clone claimed (a claim that holds) or
+    completed, as far as this clone has seen. No git run."""
     config = config_of(store)
     if config is None:
         return {}
@@ -419,7 +399,7 @@ def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:
     for task_id in held_elsewhere(store, records):
         doc = mirror[uid_of[task_id]]
         kind = "completed" if doc.get("state") == "done" else "claimed"
-        found[task_id] = {"elsewhere": {"kind": kind, "owner": str(doc.get("owner", "")), "remote": config.name}}
+        found[task_id] = {"kind": kind, "owner": str(doc.get("owner", "")), "remote": config.name}
     return found
 
 
@@ -428,7 +408,7 @@ def holder_elsewhere(board: Desk[Store]) -> Callable[[Record], dict | None]:
     machine, as far as this clone has seen (None: nobody, or no claims through a remote)."""
 
     def elsewhere(record: Record) -> dict | None:
-        return remote_facts(board.store, [record]).get(record["id"], {}).get("elsewhere")
+        return remote_facts(board.store, [record]).get(record["id"])
 
     return elsewhere
 
@@ -1220,6 +1200,9 @@ class ClaimRefs(Authority):
 
     def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
         return held_elsewhere(store, pending)
+
+    def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
+        return remote_facts(store, records)
 
     def guard(self, board: RefDesk, change: Change, moved: list[Record]) -> tuple[list[Note], Any]:
         return guard(board, change, moved)

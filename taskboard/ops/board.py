@@ -10,7 +10,7 @@ free, what happened, and notes; front ends word and print it.
 from __future__ import annotations
 
 from ..core import graph
-from ..core.errors import Changed, Corrupt, NotFound, Refused, Taken, UsageError
+from ..core.errors import Changed, Corrupt, NotFound, Refused, Taken, TaskError, UsageError
 from ..core.fields import OPEN, Record, loads, now, parent_of
 from ..core.model import (
     FIELD,
@@ -143,6 +143,25 @@ class Board:
         if record["id"] not in known_parents(str(self.store.path)):
             return None
         return self.listing(history=True).progress().get(record["id"])
+
+    def facts(self, records: list[Record]) -> dict[int, dict]:
+        """What the runtime state adds to these tasks for a person (leases, failed attempts,
+        claims in other worktrees, and on other machines as the claim authority sees them),
+        a failed gate marked as trouble; nothing when it cannot be read: it never fails a
+        view. The front ends make the names and notes safe to show."""
+        from . import claims
+        from .gates import is_gate_failure
+
+        try:
+            found = claims.facts(self.store, records)
+            for task_id, elsewhere in self.authority.elsewhere(self.store, records).items():
+                found.setdefault(task_id, {}).setdefault("elsewhere", elsewhere)
+        except (TaskError, OSError):
+            return {}
+        for fact in found.values():  # a failed gate is trouble, not just a failed attempt
+            if is_gate_failure(str(fact.get("last_failure") or "")):
+                fact["gate"] = {"ok": False, "headline": fact["last_failure"]}
+        return found
 
     def listing(self, history: bool = True, archive: bool = False) -> Listing:
         """The board as its files say it is now (taskboard.ops.query.read); with `archive`

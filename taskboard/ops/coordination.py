@@ -45,6 +45,11 @@ class Authority:
         """The ids among pending records that someone else holds where this clone does not see."""
         return set()
 
+    def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
+        """For views, by id: who holds or completed each of these tasks where this clone
+        does not see (`{"kind": "claimed" or "completed", "owner", "remote"}`)."""
+        return {}
+
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
         """Before a change that moves status or owner is written: (notes, an undo if
         anything moved). Raising refuses the change: nothing is written."""
@@ -90,6 +95,9 @@ class Deferred(Authority):
 
     def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
         return self._for(store).held_elsewhere(store, pending)
+
+    def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
+        return self._for(store).elsewhere(store, records)
 
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
         return self._for(board.store).guard(board, change, moved)

@@ -120,9 +120,7 @@ STATUS_CHOICES = (
 def facts_of(board: Board, records: list[Record]) -> dict[int, dict]:
     """What the runtime state adds to these tasks (taskboard.claims, taskboard.remote), as
     the command line's views read it; nothing when it cannot be read: it never fails a page."""
-    from ..git.claimrefs import every_fact
-
-    return shown_value(every_fact(board.store, records), lines=True)
+    return shown_value(board.facts(records), lines=True)
 
 
 # -- the kanban -----------------------------------------------------------------------
