@@ -211,7 +211,73 @@ def test_a_claim_won_after_the_cancel_is_given_back_with_the_reason(wire, run):
     assert run.record(2)["status"] == "pending" and run.record(2)["owner"] == ""
     assert given["task"] == 2 and given["actor"] == "canceller"
     assert why == "given back: the client cancelled the call"
+    told = server.message(lambda m: m.get("method") == "notifications/message")[
+        "params"
+    ]  # no answer comes: a log says it
+    assert told["level"] == "warning" and told["logger"] == "tasks"
+    assert told["data"] == {
+        "tool": "task_claim",
+        "request": claim,
+        "cancelled": "stopped waiting: the client cancelled the call; #2, claimed meanwhile, was given back",
+    }
     assert server.close() == 0
+
+
+def test_a_cancelled_change_that_ran_on_is_told_not_left_unheard(wire, run):
+    """A change cancelled while it waited for the board lock is made all the same once it
+    started (a change runs to its end): the client hears so, as it gets no answer."""
+    server = wire("--as", "writer")
+    lock = BoardLock(run.board_dir)
+    update = server.call("task_note", {"taskId": 1, "text": "made after the cancel"})
+    server.cancel(update)
+    server.settle()
+    lock.release()
+    told = server.message(lambda m: m.get("method") == "notifications/message")["params"]
+    assert told["level"] == "warning"
+    assert told["data"]["tool"] == "task_note" and told["data"]["request"] == update
+    assert told["data"]["cancelled"] == "too late: it was done"
+    assert told["data"]["result"]["text"] == "made after the cancel"
+    assert [e["text"] for e in run.json("log") if e["event"] == "note"] == ["made after the cancel"]
+    assert all(m.get("id") != update for m in server.kept)
+    assert server.close() == 0
+
+
+def test_the_client_sets_the_level_of_what_it_is_told(wire):
+    """logging/setLevel (the capability is advertised): at info the client also hears of a
+    cancelled wait that took nothing (at the default, warning, it does not: nothing to know)."""
+    server = wire("--as", "listener")
+    assert server.reply(server.request("logging/setLevel", {"level": "info"}))["result"] == {}
+    bad = server.reply(server.request("logging/setLevel", {"level": "loud"}))
+    assert bad["error"]["code"] == -32602
+    claim = server.call("task_claim", {"wait": 20})
+    server.until_watchers(1)
+    server.cancel(claim)
+    told = server.message(lambda m: m.get("method") == "notifications/message")["params"]
+    assert told["level"] == "info"
+    assert told["data"] == {
+        "tool": "task_claim",
+        "request": claim,
+        "cancelled": "stopped waiting: the client cancelled the call",
+    }
+    assert server.close() == 0
+
+
+def test_the_server_offers_only_what_it_serves(held):
+    """Found with the MCP inspector: prompts and resources were advertised though there are
+    none, and prompts/get answered error code 0 with a traceback on stderr."""
+    server = Wire(held)
+    params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "wire", "version": "0"}}
+    capabilities = server.reply(server.request("initialize", params))["result"]["capabilities"]
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    asked = [("prompts/list", None), ("prompts/get", {"name": "x"}), ("resources/list", None)]
+    refusals = [server.reply(server.request(method, params))["error"] for method, params in asked]
+    server.process.stdin.close()
+    assert server.process.wait(timeout=30) == 0
+    said = server.process.stderr.read().decode()
+    server.close()
+    assert set(capabilities) == {"tools", "logging"}
+    assert [(error["code"], error["data"]) for error in refusals] == [(-32601, method) for method, _ in asked]
+    assert "Traceback" not in said
 
 
 def test_the_server_exits_within_a_second_of_its_client_going_away(wire, run):

@@ -10,8 +10,10 @@ board is found per call: the call's `board` argument, else the server's --dir or
 TASKS_DIR, else discovery from its working folder. A result is the `--json` document
 as text, followed by the messages the command line prints on stderr (`unblocked`,
 warnings) as JSON lines; an error is a tool error whose text is the command line's
---json error line, `{"error": {"code", "message", "exit"}}`. Stdout is the protocol's
-wire: nothing else is ever printed there.
+--json error line, `{"error": {"code", "message", "exit"}}`. The server offers tools
+and logging (no prompts, no resources): what became of a call the client cancelled after
+it started is told as a log message, at the level `logging/setLevel` asks for. Stdout is
+the protocol's wire: nothing else is ever printed there.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ INSTRUCTIONS = (
 )
 
 
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")  # MCP's, rising
+NOT_OFFERED = ("prompts/list", "prompts/get", "resources/list", "resources/read", "resources/templates/list")
 PROGRESS_EVERY = 5.0  # seconds between progress notifications of a waiting call (the contract: at most 10)
 SILENT_WAIT = 50.0  # seconds a waiting call without a progress token waits at most (clients give up at 60)
 MAX_WAITERS = 256  # waiting calls on their own worker threads at once; more queue, nothing else does
@@ -130,6 +134,24 @@ def build(tools: Tools, board_dir: str | None = None, caller: str = "", timeout:
         them hold up no other call."""
 
         client_gone = False  # stdin closed: what is still running runs for nobody
+        log_level = "warning"  # the least a message must weigh to be sent: the client's logging/setLevel
+
+        async def set_log_level(self, context: Any, params: Any) -> Any:
+            self.log_level = params.level
+            return mcp_types.EmptyResult()
+
+        async def tell(self, context: Any, level: str, data: dict[str, Any]) -> None:
+            """A log message for the client (notifications/message), when it weighs at least
+            the level the client asked for; best effort, at most a second."""
+            import warnings
+
+            from mcp.shared.exceptions import MCPDeprecationWarning
+
+            if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.log_level):
+                return
+            with anyio.move_on_after(1), warnings.catch_warnings():  # logging is deprecated by the 2026 protocol,
+                warnings.simplefilter("ignore", MCPDeprecationWarning)  # which asks for it per call: the SDK sees to it
+                await context.request_context.session.send_log_message(level, data, logger="tasks")
 
         async def list_tools(self) -> list[Any]:
             return listed
@@ -180,6 +202,8 @@ def build(tools: Tools, board_dir: str | None = None, caller: str = "", timeout:
                             answer, tools, name, arguments, board_dir, caller, timeout, stop,
                             limiter=waiters if waiting is not False else None,
                         )  # fmt: skip
+                        if stop.is_set() and not self.client_gone and context is not None:
+                            await self.tell(context, *_cancelled_call(name, context, texts, failed))
                     finished = True
                     group.cancel_scope.cancel()
             finally:
@@ -191,9 +215,27 @@ def build(tools: Tools, board_dir: str | None = None, caller: str = "", timeout:
                 await _serve_stdio(self, wire_in, wire_out)
 
     waiters = anyio.CapacityLimiter(MAX_WAITERS)
-    return TaskServer(
+    server = TaskServer(
         "tasks", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", warn_on_duplicate_tools=False
     )
+    lowlevel = server._lowlevel_server
+    for method in NOT_OFFERED:  # no prompts, no resources: not advertised, and "Method not found" if asked
+        lowlevel._request_handlers.pop(method, None)
+    lowlevel.add_request_handler("logging/setLevel", mcp_types.SetLevelRequestParams, server.set_log_level)
+    return server
+
+
+def _cancelled_call(name: str, context: Any, texts: list[str], failed: bool) -> tuple[str, dict[str, Any]]:
+    """What the client hears of a call it cancelled once it had started, as it ends: the
+    cancelled request gets no answer, so a change made all the same, or a claim given back,
+    would otherwise go unheard."""
+    request = context.request_context.request_id
+    document = json.loads(texts[0])
+    if not failed:  # a change runs to its end once it started (it may have waited for the lock)
+        return "warning", {"tool": name, "request": request, "cancelled": "too late: it was done", "result": document}
+    message = document["error"]["message"]
+    level = "warning" if "given back" in message else "info"
+    return level, {"tool": name, "request": request, "cancelled": message}
 
 
 async def _report_progress(context: Any, wait: float | bool) -> None:

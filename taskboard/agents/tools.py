@@ -326,21 +326,24 @@ def _claim(board: Board, args: dict[str, Any], stop: Stop | None = None) -> Repl
         seconds = None if wait is True else wait
         outcome = board.claim_wait(args.get("taskId"), owner, lease, seconds, stop, waiter(said.append))
     if stop is not None and stop.is_set():  # won after the caller gave up: nobody would know it holds it
-        give_back(board, outcome, owner, stop.reason or "the call was given up")
-        raise NotFound(f"stopped waiting: {stop.reason}; what was claimed meanwhile was given back", "stopped")
+        task = give_back(board, outcome, owner, stop.reason or "the call was given up")
+        kept = f"#{task}, claimed meanwhile, was given back" if task is not None else "nothing was taken"
+        raise NotFound(f"stopped waiting: {stop.reason}; {kept}", "stopped")
     reply = _only(_outcome_reply(outcome), args)
     reply.events[:0] = [("warning", message) for message in said]
     return reply
 
 
-def give_back(board: Board, outcome: Outcome, owner: str, reason: str) -> None:
-    """Release what a claim took (a renewal took nothing), journaled with the reason."""
+def give_back(board: Board, outcome: Outcome, owner: str, reason: str) -> int | None:
+    """Release what a claim took (a renewal took nothing), journaled with the reason; the
+    task given back, if any."""
     from ..ops.board import Board
 
     if outcome.record is None or not any(event.what == "claimed" for event in outcome.events):
-        return
+        return None
     holder = Board(board.store, owner, board.authority)
     holder.release(outcome.record["id"], note=f"given back: {reason}")
+    return outcome.record["id"]
 
 
 def _import(board: Board, args: dict[str, Any]) -> Reply:
