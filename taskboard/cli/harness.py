@@ -25,23 +25,15 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, Protocol
 
-    from ..agents.mcp import Reply  # what a call answers, as the MCP server reads it too
+    from ..agents.mcp import Tools as Served
 
-    class Tools(Protocol):
-        """The tool table `tasks schema` and `tasks call` speak for."""
+    class Tools(Served, Protocol):
+        """The tool table `tasks schema` and `tasks call` speak for: what the MCP server
+        asks of it (dispatch, tool_error), and the definitions, the input limit and the caller."""
 
         MAX_INPUT: int  # bytes of one call's arguments as JSON
 
         def definitions(self, fmt: str = "anthropic") -> list[dict[str, Any]]: ...
-        def dispatch(
-            self,
-            name: Any,
-            arguments: Any,
-            board_dir: str | None = None,
-            caller: str = "",
-            timeout: float | None = None,
-        ) -> Reply: ...
-        def tool_error(self, exc: TaskError) -> dict[str, Any]: ...
         def caller_from_env(self, flag: str | None) -> str: ...
 
 
