@@ -1,9 +1,10 @@
 """The package is a house in wings, and imports run one way: down.
 
-    cli → web → agents → git → ops → disk → core        views → disk, core
+    cli | web → agents → git → ops → disk → core        views → disk, core
 
-A module may import its own wing and the wings below it; `views` stands beside the
-middle: the front ends (cli, web, agents) import it, and it imports only disk and core
+A module may import its own wing and the wings below it; `cli` and `web` stand side by
+side (two front ends: neither imports the other, the door hands each what it needs);
+`views` stands beside the middle: the front ends (cli, web, agents) import it, and it imports only disk and core
 (never ops or git). Type-checking imports count: an arrow the type checker follows is
 an arrow a reader follows. Two proofs, both from the real code: the graph of every
 import statement in the package (inside functions and `if TYPE_CHECKING:` included),
@@ -22,9 +23,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "taskboard"
 
-# Top to bottom. A new module goes into the wing its job names: that is where its design
-# is decided (docs/design/architecture.md).
-WINGS = ["cli", "web", "agents", "git", "ops", "disk", "core"]
+# Top to bottom, a floor at a time; the wings of one floor stand side by side and never
+# import each other. A new module goes into the wing its job names: that is where its
+# design is decided (docs/design/architecture.md).
+FLOORS = [("cli", "web"), ("agents",), ("git",), ("ops",), ("disk",), ("core",)]
+WINGS = [wing for floor in FLOORS for wing in floor]
 BESIDE = {"views": {"disk", "core"}}  # a side wing and the wings it may import
 FRONT_ENDS = {"cli", "web", "agents"}  # the wings that may import a side wing
 DOORS = {"__main__"}  # `python -m taskboard`: what git's merge driver and hooks run; may import any wing
@@ -64,7 +67,12 @@ def may_import(importer: str, imported: str) -> bool:
         return theirs in BESIDE[mine]
     if theirs in BESIDE:
         return mine in FRONT_ENDS
-    return mine in WINGS and theirs in WINGS and WINGS.index(mine) < WINGS.index(theirs)
+    return mine in WINGS and theirs in WINGS and floor_of(mine) < floor_of(theirs)
+
+
+def floor_of(wing: str) -> int:
+    """How far down its wing stands: 0 for the front ends at the top."""
+    return next(number for number, floor in enumerate(FLOORS) if wing in floor)
 
 
 def _path(module: str) -> Path:
@@ -185,6 +193,8 @@ def test_the_rule_reads_as_drawn():
     assert may_import("agents.tools", "views.messages") and not may_import("ops.board", "views.viewmodel")
     assert may_import("views.plain", "disk.state") and not may_import("views.plain", "ops.board")
     assert not may_import("views.plain", "git.wiring") and not may_import("disk.store", "ops.board")
+    assert may_import("web.server", "agents.mcp") and may_import("cli.harness", "agents.mcp")
+    assert not may_import("cli.commands", "web.pages") and not may_import("web.actions", "cli.invocation")
 
 
 def _reachable(module: str) -> set[str]:
