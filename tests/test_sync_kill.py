@@ -229,6 +229,62 @@ def test_a_waiters_sync_pushes_the_board_but_never_the_users_code_commits(fleet)
     assert (a.top / "app.py").exists()
 
 
+def remote_file(fleet: Fleet, path: str) -> str:
+    """`path` as the remote's main branch holds it."""
+    shown = ["git", "--git-dir", str(fleet.remote), "show", f"main:{path}"]
+    return subprocess.run(shown, env=fleet.env, capture_output=True, text=True, check=True).stdout
+
+
+def held_until_pushed(machine: Machine, fifo, *args: str, **env: str):
+    """`tasks ARGS` spawned, returned once its sync has pushed and stands there until the
+    test writes to `fifo` (the sync's TASKS_TEST_SYNC_WAIT hook)."""
+    os.mkfifo(fifo)
+    spawned = machine.spawn(*args, TASKS_TEST_SYNC_WAIT=f"pushed:{fifo}", **env)
+    while not fifo.with_name(f"{fifo.name}.reached").exists():
+        assert spawned.poll() is None, spawned.communicate()
+        os.sched_yield()
+    return spawned
+
+
+def go_on(fifo) -> None:
+    with open(fifo, "wb") as f:
+        f.write(b"go")
+
+
+def test_a_waiter_never_pushes_a_merge_that_threw_the_remotes_code_away(fleet, tmp_path):
+    """b merged the remote's change to lib.py keeping its own version (`merge -s ours`):
+    no commit of b changes lib.py by itself (the merge equals its first parent), yet
+    pushing b's branch would undo a's change on the remote. The waiter pushes the board
+    alone and names the merge."""
+    a, b = fleet.planned("a", "b")
+    (a.top / "lib.py").write_text("v1\n")
+    a.git("add", "lib.py")
+    a.git("commit", "-q", "-m", "lib v1")
+    a.tasks("sync")
+    b.tasks("sync")
+    (a.top / "lib.py").write_text("v2\n")
+    a.git("commit", "-q", "-am", "lib v2")
+    a.tasks("sync")
+    a.tasks("claim", "4", owner="cat")
+    b.git("fetch", "-q", "origin")
+    b.git("merge", "-q", "-s", "ours", "origin/main", "-m", "keep-mine")
+    kept = b.git("rev-parse", "HEAD").stdout.strip()
+    b.tasks("create", "Made on b, not pushed")  # the board holds what the remote lacks: the waiter syncs
+    fifo = tmp_path / "hold"
+    waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")
+    assert remote_file(fleet, "lib.py") == "v2\n"
+    assert "Made on b, not pushed" in remote_file(fleet, ".tasks/task_5.json")
+    go_on(fifo)
+    a.tasks("release", "4", owner="cat")
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 0, err
+    assert json.loads(out)["id"] == 4
+    said = [json.loads(line)["warning"] for line in err.splitlines() if HELD in line]
+    assert len(said) == 1 and kept[:12] in said[0] and "1 commit(s)" in said[0], err
+    assert not on_remote(fleet, kept)
+    assert (b.top / "lib.py").read_text() == "v1\n"  # b keeps its choice, to push when its user says
+
+
 @pytest.mark.parametrize("kill", ["pushed", ""])
 def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_killed(fleet, kill):
     """The board pushed alone is not a commit of b's branch: when the waiter's sync is

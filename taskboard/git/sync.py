@@ -214,7 +214,13 @@ def _to_send(plumbing: _Plumbing, target: str, remote_head: str | None, result: 
     changes the board alone; else the remote's branch with the board as `target` holds it
     (the commits it leaves out are `result.held`)."""
     result.held = plumbing.outside_commits(target, remote_head)
-    return plumbing.board_on(remote_head, target) if result.held else target
+    if not result.held:
+        if remote_head is None or not plumbing.differs_outside(remote_head, target):
+            return target
+        # no commit changes a file outside the board, yet the tip differs there from the
+        # remote's: a merge kept one side (`git merge -s ours`) and would undo the other's
+        result.held = plumbing.outside_commits(target, remote_head, "-m")
+    return plumbing.board_on(remote_head, target)
 
 
 def _stop(point: str) -> None:
@@ -339,10 +345,11 @@ class _Plumbing:
 
     # -- a sync nobody asked for pushes the board alone ---------------------------------------
 
-    def outside_commits(self, target: str, remote: str | None) -> list[str]:
+    def outside_commits(self, target: str, remote: str | None, parents: str = "-c") -> list[str]:
         """The commits a push of `target` would send (those `remote` lacks) that change a
         file outside the board: a merge only when it differs outside the board from every
-        parent (its own resolution), as `git diff-tree -c` tells."""
+        parent (its own resolution), as `git diff-tree -c` tells; with `parents` "-m",
+        from any parent (a merge that kept one side's files counts)."""
         listed = self.git.run("rev-list", target, *([f"^{remote}"] if remote else []), check=True).stdout
         commits = set(listed.decode().split())
         if not commits:
@@ -352,7 +359,7 @@ class _Plumbing:
             "--stdin",
             "-z",
             "-r",
-            "-c",
+            parents,
             "--root",
             "--name-only",
             "--",
@@ -369,6 +376,11 @@ class _Plumbing:
             elif word and current is not None and (not held or held[-1] != current):
                 held.append(current)
         return held
+
+    def differs_outside(self, remote: str, target: str) -> bool:
+        """Whether `target`'s files outside the board differ from `remote`'s."""
+        same = self.git.run("diff", "--quiet", remote, target, "--", ".", f":(exclude){self.path}")
+        return same.returncode != 0
 
     def board_on(self, remote: str | None, target: str) -> str | None:
         """A commit on `remote` whose tree is the remote's with the board as `target` holds
