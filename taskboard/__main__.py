@@ -186,7 +186,8 @@ class Door:
         board = os.path.abspath(board_path(inv.board_dir))
         caller = tools.caller_from_env(inv.caller_flag)
         say = lambda line: write(sys.stderr, line + "\n")  # noqa: E731
-        return server.serve(tools, board, caller, _lock_timeout(inv), host, port, token, open_browser, say)
+        authority = inv.authority()  # the one the command line's boards ask: made once, for every page
+        return server.serve(tools, authority, board, caller, _lock_timeout(inv), host, port, token, open_browser, say)
 
 
 def _lock_timeout(inv: Invocation) -> float:

@@ -20,6 +20,7 @@ import pytest
 from served import Served, tasks
 from starlette.testclient import TestClient
 
+from taskboard.git import claim_authority
 from taskboard.web.server import Site, build
 
 HOST = "127.0.0.1:8765"
@@ -40,7 +41,7 @@ def board(tmp_path: Path) -> Path:
 
 
 def client_for(board: Path, caller: str = "", token: str | None = None) -> tuple[TestClient, Site]:
-    site = Site(str(board), caller, 10.0, "127.0.0.1", 8765, token)
+    site = Site(str(board), caller, 10.0, "127.0.0.1", 8765, token, authority=claim_authority())
     return TestClient(build(site), base_url=f"http://{HOST}"), site
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ..agents.mcp import Tools
     from ..ops.board import Board
+    from ..ops.coordination import Authority
 
 HERE = Path(__file__).resolve().parent
 INSTALL = "pipx install --force '.[mcp,web]' in a clone (make install does), or pip install starlette uvicorn jinja2 beside tasks"
@@ -55,7 +56,8 @@ SECURITY_HEADERS = [
 
 class Site:
     """One `tasks serve`: the board, who the page user is when --as says so, the
-    per-start secret, and what the pages showed lately (versions.Shown)."""
+    per-start secret, what the pages showed lately (versions.Shown), and the claim
+    authority every board it opens asks (the door hands it: git's claim refs)."""
 
     def __init__(
         self,
@@ -65,7 +67,10 @@ class Site:
         host: str = "127.0.0.1",
         port: int = 8765,
         token: str | None = None,
+        *,
+        authority: Authority,
     ):
+        self.authority = authority
         self.board_dir = board_dir
         self.caller = caller
         self.timeout = timeout
@@ -94,12 +99,11 @@ class Site:
 
     def board(self, name: str = "") -> Board:
         from ..disk.store import Store
-        from ..git import claim_authority
         from ..ops.board import Board
 
         # the authority the command line and the tools use: a clone with remote claims
         # moves its claim refs for a page's claim too
-        return Board(Store(self.board_dir, self.timeout), name, claim_authority())
+        return Board(Store(self.board_dir, self.timeout), name, self.authority)
 
     def watched(self) -> list[str]:
         """The folders whose changes a page shows: the board, its journal and archive, and
@@ -499,6 +503,7 @@ def check_start(host: str, token: str | None) -> None:
 
 def serve(
     tools: Tools,
+    authority: Authority,
     board_dir: str,
     caller: str,
     timeout: float,
@@ -508,7 +513,8 @@ def serve(
     open_browser: bool = False,
     say: Any = print,
 ) -> int:
-    """Run the server until Ctrl-C, with `tools` at /mcp. Raises UsageError when the extra is missing."""
+    """Run the server until Ctrl-C, with `tools` at /mcp, its boards asking `authority`
+    before they claim. Raises UsageError when the extra is missing."""
     check_start(host, token)
     try:
         import jinja2  # noqa: F401
@@ -530,7 +536,7 @@ def serve(
         ) from None
     listener.listen(128)
     port = listener.getsockname()[1]
-    site = Site(board_dir, caller, timeout, host, port, token)
+    site = Site(board_dir, caller, timeout, host, port, token, authority=authority)
     site.warm()  # before the address is given: a page asked for at once is as quick as the next
     config = uvicorn.Config(
         build(site, tools),  # the MCP SDK is loaded here too: the address is given once all is ready
