@@ -956,7 +956,11 @@ def _forge_cache(board: Path, name: str, payload: object | bytes) -> None:
     path.write_bytes(FORMAT + zlib.crc32(body).to_bytes(4, "big") + body)
 
 
-_EMPTY_INDEX = {"ids": b"", "ctimes": b"", "inodes": b"", "kinds": b"", "open": {}, "folder": None, "names": ""}
+_EMPTY_INDEX = {
+    **{"ids": b"", "ctimes": b"", "inodes": b"", "kinds": b"", "folder": None, "names": ""},
+    **{"open_ids": b"", "open_kinds": b"", "texts": "", "records": b"\xa9\x00", "priority": b""},
+    **{"blocked": (), "due": (), "after": ()},
+}
 
 
 @pytest.mark.parametrize(
@@ -964,10 +968,11 @@ _EMPTY_INDEX = {"ids": b"", "ctimes": b"", "inodes": b"", "kinds": b"", "open": 
     [
         ("index", {**_EMPTY_INDEX, "names": 5}),
         ("index", {**_EMPTY_INDEX, "kinds": 2**62}),
-        ("index", {**_EMPTY_INDEX, "open": {1: "x"}}),
+        ("index", {**_EMPTY_INDEX, "open_ids": (1).to_bytes(8, "little"), "texts": "x"}),
+        ("index", {**_EMPTY_INDEX, "open_ids": (1).to_bytes(8, "little"), "texts": "{}", "open_kinds": b"p"}),
         ("index", b"[\xff\xff\xff\x7fN"),  # a list of two billion items, declared
     ],
-    ids=["names", "kinds", "open", "huge-list"],
+    ids=["names", "kinds", "open", "open-columns", "huge-list"],
 )
 def test_a_forged_cache_with_a_right_checksum_is_no_cache(b, name, payload):
     """`.cache/` is the board's own, ignored by git, but anything can write it: a file

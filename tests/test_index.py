@@ -695,6 +695,35 @@ def test_an_old_copy_of_the_cache_is_checked_like_any_other(board_dir, tmp_path)
     assert_reads_agree(board_dir)
 
 
+def test_forged_records_in_the_index_are_caught_when_decoded_and_the_index_written_again(board_dir):
+    """The index keeps the open records as bytes, decoded only when a command asks for
+    records (`ready --json` and `list --status` need no more than its columns): bytes
+    with a right checksum that are not those records are caught when decoded, the files
+    read instead, and the index removed, then written again by the next command."""
+    import marshal
+    import zlib
+
+    write_board(board_dir, [record(1), record(2, blocked_by=[1]), record(3, status="in_progress")])
+    settle()
+    assert_reads_agree(board_dir)
+    settle()
+    assert_reads_agree(board_dir)
+    path = cache_index(board_dir)
+    head = len(cache.FORMAT) + 4
+    payload = marshal.loads(path.read_bytes()[head:])
+    assert marshal.loads(payload["records"])[0]["id"] == 1, "the layout this test forges"
+    payload["records"] = marshal.dumps(({"id": 1, "status": "pending"}, "x", None))
+    body = marshal.dumps(payload)
+    path.write_bytes(cache.FORMAT + zlib.crc32(body).to_bytes(4, "big") + body)
+    result = call(["--dir", str(board_dir), "list"])  # plain text counts the states: the records are decoded
+    assert result["exit"] == 0 and result["stdout"] == expected_answers(board_dir)[("list",)], result
+    assert not path.exists(), "the forged index was kept"
+    assert_reads_agree(board_dir)
+    assert marshal.loads(marshal.loads(path.read_bytes()[head:])["records"]) == tuple(
+        files_say(board_dir)[0][task_id] for task_id in (1, 2, 3)
+    )
+
+
 @pytest.fixture
 def open_folder():
     """A folder every user may enter (pytest's own are the owner's alone)."""

@@ -5,7 +5,7 @@ returns a record or None, so the same rules serve one task or ten thousand.
 
 from __future__ import annotations
 
-from .fields import OPEN, Record, now, parent_of, priority_of, waits, when_of
+from .fields import OPEN, Record, parent_of, priority_of, waits, when_of
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -31,20 +31,20 @@ def is_ready(record: Record, lookup: Lookup) -> bool:
     return record["status"] == "pending" and not open_blockers(record, lookup) and not waits(record)
 
 
-def ready_among(records: Iterable[Record], lookup: Lookup) -> list[Record]:
-    """The records that are ready (is_ready of each, decided at one time now), in the
-    order given: the loop `ready` runs over every open task, without a call per task."""
-    at = now()
-    found = []
-    for record in records:
-        if record["status"] != "pending":
-            continue
-        blockers = record["blockedBy"]
-        if blockers and any((blocker := lookup(b)) is not None and blocker["status"] in OPEN for b in blockers):
-            continue
-        if not waits(record, at):
-            found.append(record)
-    return found
+def ready_ids(
+    facts: Iterable[tuple[int, str, tuple, int, str, str | None]], is_open: Callable[[int], bool], at: str
+) -> list[int]:
+    """The ready tasks among open ones, in ready order: what is_ready and ready_order
+    decide, over each task's (id, status, blockers, priority, due time or `~`, after
+    time or None) at the time `at`; `is_open`: whether a blocker still holds (an open
+    or unreadable task). One pass, no call per task: `ready` runs it over all open work."""
+    found = [
+        (priority, due, task_id)
+        for task_id, status, blockers, priority, due, after in facts
+        if status == "pending" and (after is None or after <= at) and not (blockers and any(map(is_open, blockers)))
+    ]
+    found.sort()
+    return [task_id for _, _, task_id in found]
 
 
 def is_blocked(record: Record, lookup: Lookup) -> bool:

@@ -13,7 +13,6 @@ import stat
 import time
 import zlib
 
-from ..core.fields import OPEN
 from ..core.scopes import suppress
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
@@ -26,7 +25,7 @@ HISTORY_NAME = "history"
 ARCHIVE_NAME = "archive"  # the archived records, for `list --all` and `graph --all` (taskboard.disk.index)
 LAST_NAME = "last"  # the highest id, as the last writer left the board folder
 # a new layout, or new rules for a sound record, change this line: an old cache then reads as damaged
-FORMAT = b"taskboard cache 2\n"
+FORMAT = b"taskboard cache 3\n"
 GITIGNORE = b"# taskboard: derived from the task files, never committed\n*\n"
 MAX_CACHE_BYTES = 512 << 20  # a cache file larger than this is no cache of ours (a million open tasks is ~300 MB)
 STRAY_NS = 60_000_000_000  # a temporary file this old belongs to a writer that died
@@ -199,23 +198,26 @@ class Cache:
         self.path = os.path.join(root, CACHE_NAME)
 
     def load_index(self) -> dict | None:
+        """The index file's keys and the open tasks it keeps, checked in bulk (a file of
+        another shape is no cache): for each open task, its id, status, JSON text, what
+        `ready` asks of it (blockers, priority, due and after times) and, decoded only when
+        a command asks for the records (Snapshot.open), the records themselves."""
         found = self._load(INDEX_NAME)
         if not _shaped(found, _INDEX_SHAPE):
             return None
         try:
             ids, ctimes, inodes = saved_keys(found)
             kinds = bytearray(found["kinds"])
-            opened = found["open"]
             folder = found["folder"]
+            names = found["names"].split("\n") if found["names"] else []
             if (
-                not len(ids) == len(ctimes) == len(inodes) == len(kinds)
+                not len(ids) == len(ctimes) == len(inodes) == len(kinds) == len(names)
                 or kinds.translate(None, _KIND_BYTES)
                 or (folder is not None and len(folder) != 4)
-                or not all(_open_entry(task_id, entry) for task_id, entry in opened.items())
             ):
                 return None
-            names = found["names"].split("\n") if found["names"] else []
-            if len(names) != len(ids):
+            opened = _open_columns(found)
+            if opened is None:
                 return None
             return {
                 "folder": folder,
@@ -224,43 +226,48 @@ class Cache:
                 "ctimes": ctimes,
                 "inodes": inodes,
                 "kinds": kinds,
-                "open": opened,
+                **opened,
             }
         except (KeyError, TypeError, ValueError):
             return None
 
     def load_history(self) -> dict | None:
-        found = self._load(HISTORY_NAME)
-        if not _shaped(found, _HISTORY_SHAPE):
+        return self._load_keyed(HISTORY_NAME, _HISTORY_SHAPE)
+
+    def load_archive(self) -> dict | None:
+        return self._load_keyed(ARCHIVE_NAME, _ARCHIVE_SHAPE)
+
+    def _load_keyed(self, name: str, shape: dict) -> dict | None:
+        """A file of records as JSON text with each file's key (history, archive), checked:
+        ids, ctimes, inodes and texts, and the kinds (none UNSURE) and folder key when
+        `shape` has them."""
+        found = self._load(name)
+        if not _shaped(found, shape):
             return None
         try:
             ids, ctimes, inodes = saved_keys(found)
             texts = found["texts"].split("\n") if found["texts"] else []
             if not len(ids) == len(ctimes) == len(inodes) == len(texts):
                 return None
-            return {"ids": ids, "ctimes": ctimes, "inodes": inodes, "texts": texts}
+            loaded = {"ids": ids, "ctimes": ctimes, "inodes": inodes, "texts": texts}
+            if "kinds" in shape:
+                kinds = bytearray(found["kinds"])
+                if len(kinds) != len(ids) or kinds.translate(None, _KIND_BYTES) or UNSURE in kinds:
+                    return None
+                loaded["kinds"] = kinds
+            if "folder" in shape:
+                if found["folder"] is not None and len(found["folder"]) != 4:
+                    return None
+                loaded["folder"] = found["folder"]
+            return loaded
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
 
-    def load_archive(self) -> dict | None:
-        found = self._load(ARCHIVE_NAME)
-        if not _shaped(found, _ARCHIVE_SHAPE):
-            return None
-        try:
-            ids, ctimes, inodes = saved_keys(found)
-            kinds = bytearray(found["kinds"])
-            texts = found["texts"].split("\n") if found["texts"] else []
-            folder = found["folder"]
-            if (
-                not len(ids) == len(ctimes) == len(inodes) == len(kinds) == len(texts)
-                or kinds.translate(None, _KIND_BYTES)
-                or UNSURE in kinds
-                or (folder is not None and len(folder) != 4)
-            ):
-                return None
-            return {"folder": folder, "ids": ids, "ctimes": ctimes, "inodes": inodes, "kinds": kinds, "texts": texts}
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return None
+    def drop_index(self) -> None:
+        """Remove the index (found forged when its records were decoded): the next
+        command lists the board folder and writes it again."""
+        with suppress(OSError):
+            os.unlink(os.path.join(self.path, INDEX_NAME))
 
     def _load(self, name: str):
         """The payload of a cache file, or None when it is missing or damaged in any way."""
@@ -383,7 +390,15 @@ _INDEX_SHAPE = {
     "ctimes": (bytes,),
     "inodes": (bytes,),
     "kinds": (bytes,),
-    "open": (dict,),
+    # the open tasks, one entry each, in id order (Snapshot.open_columns)
+    "open_ids": (bytes,),
+    "open_kinds": (bytes,),
+    "texts": (str,),
+    "records": (bytes,),
+    "blocked": (tuple,),
+    "priority": (bytes,),
+    "due": (tuple,),
+    "after": (tuple,),
 }
 _HISTORY_SHAPE = {"ids": (bytes,), "ctimes": (bytes,), "inodes": (bytes,), "texts": (str,)}
 _ARCHIVE_SHAPE = {**_HISTORY_SHAPE, "kinds": (bytes,), "folder": (type(None), tuple)}
@@ -394,17 +409,45 @@ def _shaped(found: object, shape: dict) -> bool:
     return type(found) is dict and all(type(found.get(key)) in kinds for key, kinds in shape.items())
 
 
-def _open_entry(task_id: object, entry: object) -> bool:
-    """An open record as the index keeps it: (record, its compact JSON), both of our making."""
-    return (
-        type(task_id) is int
-        and type(entry) is tuple
-        and len(entry) == 2
-        and type(entry[0]) is dict
-        and type(entry[1]) is str
-        and entry[0].get("id") == task_id
-        and entry[0].get("status") in OPEN
-    )
+def _open_columns(found: dict) -> dict | None:
+    """The index's open tasks, checked as whole columns (no Python call per task): one
+    entry each in every column, ids rising, statuses open, texts one line each, blockers
+    ids, due times text (`~`: none), after times text or None. The records stay marshal
+    bytes here; Snapshot.open checks them when it decodes them."""
+    open_ids = memoryview(found["open_ids"]).cast("q")
+    open_kinds, blocked, due, after = found["open_kinds"], found["blocked"], found["due"], found["after"]
+    texts = found["texts"].split("\n") if found["texts"] else []
+    count = len(open_ids)
+    ordered = open_ids.tolist()
+    if (
+        not count == len(open_kinds) == len(texts) == len(blocked) == len(found["priority"]) == len(due) == len(after)
+        or open_kinds.translate(None, _OPEN_KIND_BYTES)
+        or ordered != sorted(set(ordered))
+        or not set(map(type, blocked)) <= _TUPLE
+        or not {type(task_id) for ids in blocked for task_id in ids} <= _INT
+        or not set(map(type, due)) <= _STR
+        or not set(map(type, after)) <= _STR_OR_NONE
+    ):
+        return None
+    return {
+        "open_ids": ordered,
+        "open_kinds": open_kinds,
+        "texts": texts,
+        "records": found["records"],
+        "blocked": blocked,
+        "priority": found["priority"],
+        "due": due,
+        "after": after,
+    }
+
+
+_OPEN_KIND_BYTES = bytes([KINDS["pending"], KINDS["in_progress"]])
+_TUPLE, _INT, _STR, _STR_OR_NONE = (
+    frozenset((tuple,)),
+    frozenset((int,)),
+    frozenset((str,)),
+    frozenset((str, type(None))),
+)
 
 
 def _read_regular(path: str) -> bytes:

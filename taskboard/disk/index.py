@@ -40,14 +40,14 @@ import time
 from bisect import bisect_left
 
 from ..core.errors import Corrupt, NotFound
-from ..core.fields import OPEN, dumps, loads
+from ..core.fields import OPEN, dumps, loads, priority_of, when_of
 from ..core.model import id_from_file_name, ids_from_file_names
 from .cache import ARCHIVE_NAME, HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
     from array import array
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     Keys = array | memoryview  # a cache's saved keys are read-only views of its bytes (_array)
     from typing import Protocol
@@ -112,12 +112,56 @@ class Snapshot:
         self.kinds = bytearray()  # KINDS of a trusted entry, UNSURE otherwise
         self.ctimes: Keys = NO_IDS
         self.inodes: Keys = NO_INODES
-        self.open: dict[int, Record] = {}
+        self._open: dict[int, Record] | None = {}  # None: still the index's bytes (columns)
         self.open_text: dict[int, str] = {}  # dumps(record), ready to print
+        self.columns: dict | None = None  # the index's open tasks, when the snapshot took them whole
+        self._reader: tuple[Callable[[int], Record], Callable[[], None]] | None = None  # should its records fail
         self.recent: dict[int, str] = {}  # status of each readable file read this time and not trusted
         self.closed_text: dict[int, str] | None = None  # filled by load_history
         self.damaged: dict[int, Corrupt] = {}
         self.folder_key: tuple | None = None
+
+    @property
+    def open(self) -> dict[int, Record]:
+        """The open records in full by id. Taken whole from the index they stay its bytes
+        until a command asks for them here (`ready` and `list --status` need no more than
+        open_facts and the texts): then decoded and checked, and should they fail the
+        check (a forged index), read from their files, and the index written again."""
+        if self._open is None:
+            assert self.columns is not None
+            found = _decoded(self.columns)
+            if found is None:
+                assert self._reader is not None
+                read, drop = self._reader
+                found = {task_id: read(task_id) for task_id in self.columns["open_ids"]}
+                self.columns = None
+                drop()  # the next command lists the folder and writes the index again
+            self._open = found
+        return self._open
+
+    def take_columns(self, columns: dict, read: Callable[[int], Record], drop: Callable[[], None]) -> None:
+        """The index's open tasks, taken whole (their files are as the index saw them);
+        `read`: the store's, for records the index fails to hold; `drop`: removes the index."""
+        self._open, self.columns, self._reader = None, columns, (read, drop)
+        self.open_text = dict(zip(columns["open_ids"], columns["texts"], strict=True))
+
+    def open_facts(self) -> Iterable[tuple[int, str, tuple, int, str, str | None]]:
+        """(id, status, blockers, priority, due time or `~`, after time or None) of each
+        open task in id order: what `ready` decides and orders by (core.graph.ready_ids),
+        from the index's columns while the records are not decoded."""
+        columns = self.columns
+        if self._open is None and columns is not None:
+            return zip(
+                columns["open_ids"],
+                [STATUS_OF[kind] for kind in columns["open_kinds"]],
+                columns["blocked"],
+                columns["priority"],
+                columns["due"],
+                columns["after"],
+                strict=True,
+            )
+        opened = self.open
+        return [(task_id, *_facts_of(opened[task_id])) for task_id in sorted(opened)]
 
     # -- what commands ask -----------------------------------------------------------
 
@@ -178,6 +222,33 @@ class Snapshot:
 
 _UNKNOWN = {"status": "in_progress"}
 _CLOSED = None
+
+
+def _facts_of(record: Record) -> tuple[str, tuple, int, str, str | None]:
+    """What `ready` asks of an open record (Snapshot.open_facts), as the index keeps it."""
+    return (
+        record["status"],
+        tuple(record["blockedBy"]),
+        priority_of(record),
+        when_of(record, "due") or "~",
+        when_of(record, "after"),
+    )
+
+
+def _decoded(columns: dict) -> dict[int, Record] | None:
+    """The index's open records by id, when its bytes hold one sound record per entry
+    (a dict with the entry's id and status); else None."""
+    try:
+        records = marshal.loads(columns["records"])
+    except Exception:  # planted bytes with a right checksum: no records
+        return None
+    open_ids, kinds = columns["open_ids"], columns["open_kinds"]
+    if type(records) is not tuple or len(records) != len(open_ids):
+        return None
+    for record, task_id, kind in zip(records, open_ids, kinds, strict=True):
+        if type(record) is not dict or record.get("id") != task_id or record.get("status") != STATUS_OF[kind]:
+            return None
+    return dict(zip(open_ids, records, strict=True))
 
 
 # -- checking the cache against the files -------------------------------------------------
@@ -249,7 +320,7 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
             shot.ids, shot.names, shot.inodes, shot.ctimes = old["ids"], names, old["inodes"], ctimes
             shot.kinds = bytearray(old["kinds"])
             if same and UNSURE not in shot.kinds:
-                _adopt_open(shot, old, shot.kinds, every=True)
+                _adopt_open(shot, old, shot.kinds, every=(store.read, Cache(store.path).drop_index))
                 return steps > MAX_STEPS // 2  # nothing changed since the cache was written
             _adopt_open(shot, old, shot.kinds)
             stale = sorted(set(_changed(ctimes, old["ctimes"])).union(_unsure(shot.kinds)))
@@ -414,7 +485,14 @@ _EMPTY: dict = {
     "ctimes": NO_IDS,
     "inodes": NO_INODES,
     "kinds": bytearray(),
-    "open": {},
+    "open_ids": [],
+    "open_kinds": b"",
+    "texts": [],
+    "records": marshal.dumps(()),
+    "blocked": (),
+    "priority": b"",
+    "due": (),
+    "after": (),
 }
 
 
@@ -433,20 +511,26 @@ def _keys(names: list[str], folder: int) -> list[tuple[int, int] | None]:
         return found
 
 
-def _adopt_open(shot: Snapshot, old: dict, kinds: bytearray, every: bool = False) -> None:
-    """The old index's open records, for the files whose entries still hold (`every`:
-    all of them hold, and the open ones are as many as the index keeps)."""
-    kept = old["open"]
-    if every and len(kept) == kinds.count(KINDS["pending"]) + kinds.count(KINDS["in_progress"]):
-        for task_id, (record, text) in kept.items():
-            shot.open[task_id] = record
-            shot.open_text[task_id] = text
+def _adopt_open(
+    shot: Snapshot, old: dict, kinds: bytearray, every: tuple[Callable[[int], Record], Callable[[], None]] | None = None
+) -> None:
+    """The old index's open records, for the files whose entries still hold. `every`: all
+    of them hold (Snapshot.take_columns's `read` and `drop`): when
+    the open ones are as many as the index keeps, its columns are taken whole and its
+    records stay bytes until asked for (Snapshot.open)."""
+    open_ids = old["open_ids"]
+    if every is not None and len(open_ids) == kinds.count(KINDS["pending"]) + kinds.count(KINDS["in_progress"]):
+        shot.take_columns(old, *every)
         return
+    records = _decoded(old) if open_ids else {}
     ids = shot.ids
-    for task_id, (record, text) in old["open"].items():
+    for task_id, text in zip(open_ids, old["texts"], strict=True):
         at = bisect_left(ids, task_id)
         if at < len(ids) and ids[at] == task_id and kinds[at] in OPEN_KINDS:
-            shot.open[task_id] = record
+            if records is None:  # a forged index: the file is read again
+                kinds[at] = UNSURE
+                continue
+            shot.open[task_id] = records[task_id]
             shot.open_text[task_id] = text
 
 
@@ -483,7 +567,10 @@ def _reread(store: Files, folder: int, shot: Snapshot, positions: list[int], tru
     stale, never the content."""
     for i in positions:
         task_id = shot.ids[i]
-        for known in (shot.open, shot.open_text, shot.recent, shot.damaged):
+        if task_id in shot.open_text:  # (the records are decoded only when one changes)
+            shot.open.pop(task_id, None)
+            shot.open_text.pop(task_id, None)
+        for known in (shot.recent, shot.damaged):
             known.pop(task_id, None)
         shot.kinds[i] = UNSURE
         try:
@@ -548,11 +635,21 @@ def _read_every(store: Files, folder: int, shot: Snapshot, ids: array, trusted: 
 
 
 def _index_payload(shot: Snapshot) -> bytes:
-    kept = {
-        task_id: (shot.open[task_id], shot.open_text[task_id])
-        for task_id, kind in zip(shot.ids, shot.kinds, strict=True)
-        if kind in OPEN_KINDS
-    }
+    columns = shot.columns if shot._open is None else None  # the index's own, untouched
+    if columns is None:
+        kept = [task_id for task_id, kind in zip(shot.ids, shot.kinds, strict=True) if kind in OPEN_KINDS]
+        records = [shot.open[task_id] for task_id in kept]
+        facts = [_facts_of(record) for record in records]
+        columns = {
+            "open_ids": kept,
+            "open_kinds": bytes(KINDS[fact[0]] for fact in facts),
+            "texts": [shot.open_text[task_id] for task_id in kept],
+            "records": marshal.dumps(tuple(records)),
+            "blocked": tuple(fact[1] for fact in facts),
+            "priority": bytes(fact[2] for fact in facts),
+            "due": tuple(fact[3] for fact in facts),
+            "after": tuple(fact[4] for fact in facts),
+        }
     return marshal.dumps(
         {
             "folder": shot.folder_key,
@@ -561,7 +658,9 @@ def _index_payload(shot: Snapshot) -> bytes:
             "ctimes": _array("q", shot.ctimes).tobytes(),
             "inodes": _array("Q", shot.inodes).tobytes(),
             "kinds": bytes(shot.kinds),
-            "open": kept,
+            **columns,
+            "open_ids": _array("q", columns["open_ids"]).tobytes(),
+            "texts": "\n".join(columns["texts"]),  # compact JSON holds no raw newline
         }
     )
 

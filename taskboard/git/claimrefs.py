@@ -1198,8 +1198,8 @@ class ClaimRefs(Authority):
     def renew(self, board: Desk[Store], task_id: int, lease: float | None) -> list[Note]:
         return renew(board, task_id, lease)
 
-    def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
-        return held_elsewhere(store, pending)
+    def held_elsewhere(self, store: Store, pending: Callable[[], list[Record]]) -> set[int]:
+        return held_elsewhere(store, pending())
 
     def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
         return remote_facts(store, records)

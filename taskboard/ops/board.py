@@ -214,23 +214,30 @@ class Board:
     def _open_ids(self, listing: Listing, query: Query) -> list[int]:
         """select_ids of the calls agents repeat, `ready` and `list --status pending`
         (or in_progress): filters on the status and readiness of open tasks alone, in
-        one pass over the open records."""
-        opened, wanted = listing.shot.open, query.statuses
-        ids = sorted(opened)
+        one pass over what the index keeps of them, no record decoded (Snapshot.open_facts)."""
+        shot, wanted = listing.shot, query.statuses
+        facts = shot.open_facts()
         if not query.ready:
-            return [task_id for task_id in ids if opened[task_id]["status"] in wanted]
+            return [task_id for task_id, status, *_ in facts if status in wanted]
         hidden = self._not_offered(listing)
-        records = [opened[task_id] for task_id in ids if task_id not in hidden]
-        if wanted:
-            records = [record for record in records if record["status"] in wanted]
-        return [record["id"] for record in sorted(graph.ready_among(records, listing.lookup), key=graph.ready_order)]
+        if hidden or wanted:
+            facts = [fact for fact in facts if fact[0] not in hidden and (not wanted or fact[1] in wanted)]
+        opened, damaged = shot.open_text, shot.damaged
+        return graph.ready_ids(facts, lambda task_id: task_id in opened or task_id in damaged, now())
 
     def _not_offered(self, listing: Listing) -> set[int]:
         """Pending tasks `ready` leaves out: stuck, or claimed or completed in another
-        worktree (taskboard.ops.claims) or where the claim authority sees (taskboard.ops.coordination)."""
+        worktree (taskboard.ops.claims) or where the claim authority sees (taskboard.ops.coordination).
+        The pending records are made only for the one that asks (most often neither)."""
         from . import claims
 
-        pending = [r for r in listing.open_records if r["status"] == "pending"]
+        made: list[list[Record]] = []
+
+        def pending() -> list[Record]:
+            if not made:
+                made.append([r for r in listing.open_records if r["status"] == "pending"])
+            return made[0]
+
         return claims.not_offered(self.store, pending) | self.authority.held_elsewhere(self.store, pending)
 
     @staticmethod

@@ -612,16 +612,16 @@ def describe(fact: dict, now: float | None = None) -> list[str]:
     return lines
 
 
-def not_offered(store: Store, records: list[Record]) -> set[int]:
-    """The ids among `records` that `ready` leaves out although the graph calls them
-    ready: stuck, or claimed or completed in another worktree."""
+def not_offered(store: Store, records: Callable[[], list[Record]]) -> set[int]:
+    """The ids among `records()` (the pending ones) that `ready` leaves out although the
+    graph calls them ready: stuck, or claimed or completed in another worktree."""
     state = state_of(store)
     names = state.names()  # one listing of the state folder, most often empty: then no record is looked at
     if not names:
         return set()
     runtime = Runtime(state)
     by_uid = {
-        uid: record for record in records if type(uid := record.get("uid")) is str and uid in names and is_uid(uid)
+        uid: record for record in records() if type(uid := record.get("uid")) is str and uid in names and is_uid(uid)
     }
     hidden = set()
     for uid, entry in state.entries(set(by_uid)).items():

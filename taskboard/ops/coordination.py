@@ -41,8 +41,9 @@ class Authority:
         """Before the caller's lease on task_id is renewed here: what the authority said."""
         return []
 
-    def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
-        """The ids among pending records that someone else holds where this clone does not see."""
+    def held_elsewhere(self, store: Store, pending: Callable[[], list[Record]]) -> set[int]:
+        """The ids among the pending records (`pending()`, made when asked for) that
+        someone else holds where this clone does not see."""
         return set()
 
     def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
@@ -93,7 +94,7 @@ class Deferred(Authority):
     def renew(self, board: Board, task_id: int, lease: float | None) -> list[Note]:
         return self._for(board.store).renew(board, task_id, lease)
 
-    def held_elsewhere(self, store: Store, pending: list[Record]) -> set[int]:
+    def held_elsewhere(self, store: Store, pending: Callable[[], list[Record]]) -> set[int]:
         return self._for(store).held_elsewhere(store, pending)
 
     def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
