@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
     from .cli.invocation import Invocation
     from .cli.parser import Commands
+    from .core.outcome import Outcome
+    from .disk.store import Store
     from .ops.board import Board
 
 
@@ -49,7 +51,7 @@ def _run(argv: list[str] | None, collecting: bool) -> int:
     guard_closed_streams()  # `tasks list >&-`: named as a stream that takes nothing, not a bug
     args = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in args
-    inv = Invocation(claim_authority)  # the claim refs of `tasks init --remote`, if any
+    inv = Invocation(claim_authority, fire_hooks)  # the claim refs of `tasks init --remote`, if any; the clone's hooks
     inv.argv = args
     if "check" not in args:  # check reports an unfinished merge, and finishes it with --fix
         inv.on_board = _finish_merge
@@ -104,6 +106,13 @@ def leave(code: int) -> None:
         except (OSError, ValueError):  # as the interpreter's own exit: a lost answer is no success
             code = code or 120
     os._exit(code)
+
+
+def fire_hooks(store: Store, outcome: Outcome) -> None:
+    """The clone's hooks on a change (taskboard.git.hooks), loaded when a change is made."""
+    from .git.hooks import fire
+
+    fire(store, outcome)
 
 
 def _git_entry(args: list[str]) -> Callable[[], int] | None:
@@ -205,7 +214,6 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
     `call`, with `--dir P` anywhere. Anything else, even a spelling of these that click
     would accept, returns None and goes through click, which stays the one definition of
     the command line."""
-    from .cli import commands
     from .core.errors import UsageError
     from .core.model import parse_id
 
@@ -220,6 +228,12 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
             task_id = parse_id(operands[0])
         except UsageError:
             return None  # let click word the usage error
+    if command == "create":  # the one write agents repeat: neither click (a third of it) nor the commands' bodies
+        return lambda: inv.show_record(inv.board.create(operands[0]))
+    if command == "call":  # the subprocess tool loop's one command (cli.harness)
+        return lambda: Door().call(inv)
+    from .cli import commands
+
     if command in ("list", "ready"):
         from .ops.query import Query  # with the index it reads: a create or a get needs neither
 
@@ -229,9 +243,7 @@ def fast_command(args: list[str], inv: Invocation) -> Callable[[], int] | None:
         "list": lambda: commands.list_tasks(inv, query),
         "ready": lambda: commands.list_tasks(inv, query),
         "get": lambda: commands.get(inv, task_id),  # type: ignore[arg-type]  # get always has its ID
-        "create": lambda: commands.create(inv, operands[0]),  # the one write agents repeat: click is a third of it
         "claim": lambda: commands.claim(inv, task_id, parsed["owner"]),  # the agent loop's call
-        "call": lambda: Door().call(inv),  # the subprocess tool loop's one command (cli.harness)
     }
     return runs[command]
 

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from invariants import record, write_board
 
 import taskboard.__main__
+from taskboard.__main__ import fire_hooks
 from taskboard.cli.invocation import Invocation
 from taskboard.git import claim_authority
 
@@ -85,7 +86,7 @@ def test_fast_path_and_click_agree_on_generated_command_lines(tmp_path):
     @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(command_lines(str(board)))
     def agree(args: list[str]) -> None:
-        fast = taskboard.__main__.fast_command(list(args), Invocation(claim_authority)) is not None
+        fast = taskboard.__main__.fast_command(list(args), Invocation(claim_authority, fire_hooks)) is not None
         taken["fast" if fast else "click"] += 1
         first = answer(args, board, template)
         with mock.patch.object(taskboard.__main__, "fast_command", lambda *_: None):

@@ -181,6 +181,7 @@ def test_a_create_or_a_get_loads_no_index_no_listing_and_no_merge_driver(tmp_pat
     assert result["exit"] == 0 and json.loads(result["stdout"]), result["stderr"]
     unwanted = {"taskboard.disk.index", "taskboard.ops.query", "taskboard.git.driver", "taskboard.disk.state"}
     assert unwanted.union({"taskboard.views.messages", "bisect", "math"}).isdisjoint(result["modules"]), args
+    assert args[0] != "create" or "taskboard.cli.commands" not in result["modules"]  # nor the other commands' bodies
 
 
 @pytest.mark.parametrize(

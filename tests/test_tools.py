@@ -612,12 +612,12 @@ def test_call_answers_alike_without_click_and_through_it(tmp_path, payload):
     here with --timeout, goes through click: both answer alike."""
     import shutil
 
-    from taskboard.__main__ import fast_command
+    from taskboard.__main__ import fast_command, fire_hooks
     from taskboard.cli.invocation import Invocation
     from taskboard.git import claim_authority
 
-    assert fast_command(["--dir", "x", "call"], Invocation(claim_authority)) is not None
-    assert fast_command(["--timeout", "5", "call"], Invocation(claim_authority)) is None
+    assert fast_command(["--dir", "x", "call"], Invocation(claim_authority, fire_hooks)) is not None
+    assert fast_command(["--timeout", "5", "call"], Invocation(claim_authority, fire_hooks)) is None
     answers = []
     for flags in ((), ("--timeout", "5")):
         board = tmp_path / "board" / ".tasks"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.errors import Corrupt, UsageError
+from ..core.errors import UsageError
 from ..core.fields import priority_of
 from ..views.text import json_safe, shown, shown_record, shown_value
 from .invocation import Invocation, write
@@ -22,39 +22,6 @@ if TYPE_CHECKING:
     from ..core.model import Patch
     from ..core.outcome import Outcome
     from ..ops.query import Listing, Query
-
-
-def show_record(inv: Invocation, outcome: Outcome, fields: tuple[str, ...] | None = None) -> int:
-    """What a change did: the record (or its marker line; under --json only `fields` of
-    it when given), then what the user should hear."""
-    assert outcome.record is not None
-    try:
-        if inv.json:
-            from ..core.model import pick
-
-            inv.data(pick(outcome.record, fields))
-        else:
-            from ..views.viewmodel import task_line
-
-            write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
-        inv.report(outcome)
-    except Corrupt as exc:
-        if exc.rule != "output":
-            raise
-        from ..views.messages import answer_lost
-
-        raise answer_lost(exc, outcome.record["id"]) from None  # the answer is lost, not the change
-    finally:  # the change is made, whether or not its answer could be written: its hooks run
-        run_hooks(inv, outcome)
-    return 0
-
-
-def run_hooks(inv: Invocation, outcome: Outcome) -> None:
-    """The clone's hooks on what the change did (taskboard.hooks), in the background."""
-    if outcome.journaled or outcome.unblocked:
-        from ..git.hooks import fire
-
-        fire(inv.board.store, outcome)
 
 
 class PeopleListing:
@@ -141,7 +108,7 @@ def init(inv: Invocation, remote: str | None = None) -> int:
 
 def create(inv: Invocation, subject: str, *given: Any, **fields: Any) -> int:
     """`tasks create`: what the board's create takes (taskboard.ops.board.Board.create)."""
-    return show_record(inv, inv.board.create(subject, *given, **fields))
+    return inv.show_record(inv.board.create(subject, *given, **fields))
 
 
 def runtime_facts(inv: Invocation, records: list) -> dict[int, dict]:
@@ -221,15 +188,15 @@ def update(
     retry: bool = False,
     gate_timeout: float | None = None,
 ) -> int:
-    return show_record(inv, inv.board.update(task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout))
+    return inv.show_record(inv.board.update(task_id, patch, force=force, retry=retry, gate_timeout=gate_timeout))
 
 
 def delete(inv: Invocation, task_id: int, force: bool = False) -> int:
-    return show_record(inv, inv.board.delete(task_id, force=force))
+    return inv.show_record(inv.board.delete(task_id, force=force))
 
 
 def done(inv: Invocation, task_id: int, note: str = "", force: bool = False, gate_timeout: float | None = None) -> int:
-    return show_record(inv, inv.board.done(task_id, note, force=force, gate_timeout=gate_timeout))
+    return inv.show_record(inv.board.done(task_id, note, force=force, gate_timeout=gate_timeout))
 
 
 def reopen(inv: Invocation, task_id: int, cascade: bool = False, note: str = "") -> int:
@@ -241,7 +208,7 @@ def reopen(inv: Invocation, task_id: int, cascade: bool = False, note: str = "")
         from ..core.model import ids_text
 
         inv.event("reopened", reopened, f"also reopened {ids_text(reopened)}")
-    return show_record(inv, outcome)
+    return inv.show_record(outcome)
 
 
 def archive(inv: Invocation, days: int = 30, dry_run: bool = False) -> int:
@@ -263,11 +230,11 @@ def archive(inv: Invocation, days: int = 30, dry_run: bool = False) -> int:
 
 
 def restore(inv: Invocation, task_id: int) -> int:
-    return show_record(inv, inv.board.restore(task_id))
+    return inv.show_record(inv.board.restore(task_id))
 
 
 def release(inv: Invocation, task_id: int, note: str = "", failed: bool = False, force: bool = False) -> int:
-    return show_record(inv, inv.board.release(task_id, note, failed=failed, force=force))
+    return inv.show_record(inv.board.release(task_id, note, failed=failed, force=force))
 
 
 def claim(
@@ -296,12 +263,12 @@ def claim(
     if wait:
         from ..git.sync import waiter  # the board comes in when the claim refs say work ended elsewhere
 
-        return show_record(inv, board.claim_wait(task_id, name, lease, seconds, catch_up=waiter(inv.warn)), fields)
-    return show_record(inv, board.claim(task_id, name, lease), fields)
+        return inv.show_record(board.claim_wait(task_id, name, lease, seconds, catch_up=waiter(inv.warn)), fields)
+    return inv.show_record(board.claim(task_id, name, lease), fields)
 
 
 def renew(inv: Invocation, task_id: int, lease: float | None = None) -> int:
-    return show_record(inv, inv.board.renew(task_id, lease))
+    return inv.show_record(inv.board.renew(task_id, lease))
 
 
 def import_plan(inv: Invocation, data: bytes) -> int:
@@ -311,7 +278,7 @@ def import_plan(inv: Invocation, data: bytes) -> int:
     tasks = parse_plan(data)  # a usage error comes before the board is found or locked
     outcome = import_plan(inv.board, tasks)
     _say_imported(inv, outcome, "")
-    run_hooks(inv, outcome)
+    inv.run_hooks(outcome)
     return 0
 
 
@@ -321,7 +288,7 @@ def import_claude(inv: Invocation, folder: str) -> int:
 
     outcome = import_plan(inv.board, read_claude_list(folder))
     _say_imported(inv, outcome, f" from the Claude Code task list {folder}")
-    run_hooks(inv, outcome)
+    inv.run_hooks(outcome)
     return 0
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ..core.errors import TaskError, UsageError
-from ..views.text import json_text, shown_lines, write
+from ..core.errors import Corrupt, TaskError, UsageError
+from ..views.text import json_text, shown_lines, shown_record, write
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -17,23 +17,27 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..core.outcome import Note, Outcome
+    from ..disk.store import Store
     from ..ops.board import Board
     from ..ops.coordination import Authority
 
 
 class Invocation:
     """What every command shares: the board, who is calling, how to speak. `authority`
-    makes the claim authority of the board when it is opened: the door
-    (taskboard.__main__) chooses it, so that a front end never imports git to open a board."""
+    makes the claim authority of the board when it is opened and `hooks` runs the clone's
+    hooks on a change: the door (taskboard.__main__) chooses both, so that a front end
+    never imports git to open a board or to say what a change did."""
 
     def __init__(
         self,
         authority: Callable[[], Authority],
+        hooks: Callable[[Store, Outcome], None],
         board_dir: str | None = None,
         timeout: float | None = None,
         caller: str | None = None,
     ):
         self.authority = authority
+        self.hooks = hooks  # runs the clone's hooks on a change (the door's: git.hooks.fire)
         self.board_dir = board_dir
         self.timeout = timeout
         self.caller_flag = caller
@@ -89,6 +93,35 @@ class Invocation:
 
     def warn(self, message: str) -> None:
         self.event("warning", message, f"warning: {message}")
+
+    def show_record(self, outcome: Outcome, fields: tuple[str, ...] | None = None) -> int:
+        """What a change did: the record (or its marker line; under --json only `fields` of
+        it when given), then what the user should hear, then the clone's hooks on it."""
+        assert outcome.record is not None
+        try:
+            if self.json:
+                from ..core.model import pick
+
+                self.data(pick(outcome.record, fields))
+            else:
+                from ..views.viewmodel import task_line
+
+                write(sys.stdout, task_line(shown_record(outcome.record)) + "\n")
+            self.report(outcome)
+        except Corrupt as exc:
+            if exc.rule != "output":
+                raise
+            from ..views.messages import answer_lost
+
+            raise answer_lost(exc, outcome.record["id"]) from None  # the answer is lost, not the change
+        finally:  # the change is made, whether or not its answer could be written: its hooks run
+            self.run_hooks(outcome)
+        return 0
+
+    def run_hooks(self, outcome: Outcome) -> None:
+        """The clone's hooks on what the change did (taskboard.git.hooks), in the background."""
+        if outcome.journaled or outcome.unblocked:
+            self.hooks(self.board.store, outcome)
 
     def report(self, outcome: Outcome) -> None:
         """What the caller should hear of an outcome: its notes, then the tasks set free."""

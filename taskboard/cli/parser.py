@@ -202,7 +202,7 @@ def _complete_ids(ctx: click.Context, incomplete: str) -> list:
     inv = ctx.ensure_object(Invocation)
     board_dir = inv.board_dir if inv.board_dir is not None else ctx.find_root().params.get("board_dir")
     try:
-        listing = Invocation(inv.authority, board_dir=board_dir).board.listing()
+        listing = Invocation(inv.authority, inv.hooks, board_dir=board_dir).board.listing()
     except (TaskError, OSError):
         return []  # completion never fails loudly
     wanted = incomplete.lstrip("#")
