@@ -859,6 +859,19 @@ def test_graph_focus_continues_upstream_with_before(tmp_path):
     assert {int(m) for m in re.findall(r"#(\d+)", waits)} == set(range(1, 31))
 
 
+def test_the_watch_views_status_line_is_one_line_whatever_the_boards_path(sample, tmp_path):
+    """The clock and the way out (Ctrl-C) always show, on one line under the summary; a long
+    path is cut to fit (a board 4 folders deep in /tmp wrapped it into 3 lines, and fitting
+    the view to the terminal then pushed "Ctrl-C to stop" off the top of the screen)."""
+    deep = tmp_path / ("very-long-folder-name-" * 4) / "project" / ".tasks"
+    shutil.copytree(sample.store.root, deep)
+    for width in (40, 60):
+        lines = draw(board_views.watch_view(Board(Store(deep)), fit=True, now=0), width, height=24).splitlines()
+        status = [line for line in lines if "Ctrl-C to stop" in line]
+        assert len(status) == 1 and time.strftime("%H:%M:%S", time.localtime(0)) in status[0], lines[:4]
+        assert lines.index(status[0]) <= 3 and cell_len(status[0].rstrip()) <= width
+
+
 @pytest.mark.parametrize("width", (40, 100))
 def test_watch_view_fits_the_terminal_with_the_summary_on_top(big, sample, width):
     height = 24

@@ -523,7 +523,9 @@ class WatchView:
         if listing is not None:
             context = Context(listing, watcher.facts, now)
             top.append(Phrases(board_summary(listing, records, context)))
-        top.append(Text(f"{watcher.board.store.root}{dot}{clock}{dot}Ctrl-C to stop", style="dim"))
+        # one line whatever the board's path: the clock and the way out first, the path cut to fit
+        status = f"{clock}{dot}Ctrl-C to stop{dot}{watcher.board.store.root}"
+        top.append(Text(status, style="dim", no_wrap=True, overflow="ellipsis"))
         if watcher.news and watcher.last_change is not None:
             first = Text.assemble((f"changed {span(now - watcher.last_change)} ago: ", "bold"), watcher.news[0])
             top.append(Phrases([first, *(Text(item) for item in watcher.news[1:])], ", "))
