@@ -235,11 +235,12 @@ def remote_file(fleet: Fleet, path: str) -> str:
     return subprocess.run(shown, env=fleet.env, capture_output=True, text=True, check=True).stdout
 
 
-def held_until_pushed(machine: Machine, fifo, *args: str, **env: str):
-    """`tasks ARGS` spawned, returned once its sync has pushed and stands there until the
-    test writes to `fifo` (the sync's TASKS_TEST_SYNC_WAIT hook)."""
+def held_until_pushed(machine: Machine, fifo, *args: str, point: str = "pushed", **env: str):
+    """`tasks ARGS` spawned, returned once its sync has reached `point` (pushed, by
+    default) and stands there until the test writes to `fifo` (the sync's
+    TASKS_TEST_SYNC_WAIT hook)."""
     os.mkfifo(fifo)
-    spawned = machine.spawn(*args, TASKS_TEST_SYNC_WAIT=f"pushed:{fifo}", **env)
+    spawned = machine.spawn(*args, TASKS_TEST_SYNC_WAIT=f"{point}:{fifo}", **env)
     while not fifo.with_name(f"{fifo.name}.reached").exists():
         assert spawned.poll() is None, spawned.communicate()
         os.sched_yield()
@@ -274,8 +275,8 @@ def test_a_waiter_never_pushes_a_merge_that_threw_the_remotes_code_away(fleet, t
     waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")
     assert remote_file(fleet, "lib.py") == "v2\n"
     assert "Made on b, not pushed" in remote_file(fleet, ".tasks/task_5.json")
+    a.tasks("release", "4", owner="cat")  # before the waiter goes on: it claims once its sync is done
     go_on(fifo)
-    a.tasks("release", "4", owner="cat")
     out, err = waiting.communicate(timeout=90)
     assert waiting.returncode == 0, err
     assert json.loads(out)["id"] == 4
@@ -285,13 +286,69 @@ def test_a_waiter_never_pushes_a_merge_that_threw_the_remotes_code_away(fleet, t
     assert (b.top / "lib.py").read_text() == "v1\n"  # b keeps its choice, to push when its user says
 
 
+def test_a_waiter_on_a_branch_the_remote_no_longer_has_pushes_nothing_and_says_nothing(fleet, tmp_path):
+    """b's branch was deleted on the remote (its tracking ref stays, stale): the waiter's
+    sync creates no branch there, and says nothing of commits "not pushed" by a sync that
+    pushed nothing at all."""
+    a, b = fleet.planned("a", "b")
+    b.git("checkout", "-q", "-b", "feature")
+    (b.top / "app.py").write_text("print('not reviewed yet')\n")
+    b.git("add", "app.py")
+    b.git("commit", "-q", "-m", "code nobody reviewed")
+    b.git("push", "-q", "-u", "origin", "feature")
+    a.git("push", "-q", "origin", "--delete", "feature")  # b's origin/feature is left as it was
+    a.tasks("claim", "4", owner="cat")
+    b.tasks("create", "Made on b, not pushed")  # the board holds what origin/feature lacks: the waiter syncs
+    fifo = tmp_path / "hold"
+    waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", point="merged", TASKS_OWNER="bob")
+    a.tasks("release", "4", owner="cat")
+    go_on(fifo)
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 0, err
+    assert json.loads(out)["id"] == 4
+    assert HELD not in err
+    heads = ["git", "--git-dir", str(fleet.remote), "for-each-ref", "--format=%(refname)", "refs/heads/"]
+    assert subprocess.run(heads, env=fleet.env, capture_output=True, text=True).stdout.split() == ["refs/heads/main"]
+
+
+def test_a_waiters_warning_names_only_commits_left_on_the_branch(fleet, tmp_path):
+    """b and a both change lib.py (apart, so git merges it cleanly): the waiter's merge of
+    the two differs from both parents outside the board, but it is not kept (the branch
+    joins the board pushed alone instead): the warning names b's commit alone."""
+    a, b = fleet.planned("a", "b")
+    (a.top / "lib.py").write_text("one\ntwo\nthree\nfour\nfive\n")
+    a.git("add", "lib.py")
+    a.git("commit", "-q", "-m", "lib")
+    a.tasks("sync")
+    b.tasks("sync")
+    (a.top / "lib.py").write_text("one\ntwo\nthree\nfour\nFIVE\n")
+    a.git("commit", "-q", "-am", "lib: five")
+    a.tasks("sync")
+    a.tasks("claim", "4", owner="cat")
+    (b.top / "lib.py").write_text("ONE\ntwo\nthree\nfour\nfive\n")
+    b.git("commit", "-q", "-am", "lib: one")
+    code = b.git("rev-parse", "HEAD").stdout.strip()
+    b.tasks("create", "Made on b, not pushed")
+    fifo = tmp_path / "hold"
+    waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")
+    assert remote_file(fleet, "lib.py") == "one\ntwo\nthree\nfour\nFIVE\n"
+    a.tasks("release", "4", owner="cat")
+    go_on(fifo)
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 0, err
+    assert json.loads(out)["id"] == 4
+    said = [json.loads(line)["warning"] for line in err.splitlines() if HELD in line]
+    assert len(said) == 1 and "1 commit(s)" in said[0] and code[:12] in said[0], err
+    assert (b.top / "lib.py").read_text() == "ONE\ntwo\nthree\nfour\nFIVE\n"
+    assert not on_remote(fleet, code)
+
+
 @pytest.mark.parametrize("kill", ["pushed", ""])
-def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_killed(fleet, kill):
+def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_killed(fleet, kill, tmp_path):
     """The board pushed alone is not a commit of b's branch: when the waiter's sync is
     killed right after that push, the next sync must still bring b to the board it pushed,
     renumbering and all (an id that reached the remote never moves), journaled once."""
     a, b = fleet.planned("a", "b")
-    a.tasks("claim", "4", owner="cat")
     b.tasks("sync")
     (b.top / "app.py").write_text("print('not reviewed yet')\n")
     b.git("add", "app.py")
@@ -300,14 +357,23 @@ def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_kil
     b.tasks("create", "Made on b first, not pushed")  # #5 on b
     a.tasks("create", "Pushed from a")  # #5 on a
     a.tasks("sync")
-    if kill:
+    a.tasks("claim", "4", owner="cat")  # held through the claim refs alone: both boards say #4 is open
+    fifo = tmp_path / "hold"
+    if kill:  # the waiter's sync pushes the board alone and dies; the next waiter claims what a frees
         killed = b.spawn("claim", "4", "--wait", "60", TASKS_OWNER="bob", TASKS_TEST_SYNC_KILL=kill)
         killed.communicate(timeout=90)
         assert killed.returncode == -signal.SIGKILL
+        waiting = b.spawn("claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")
+    else:  # the waiter's sync pushes the board alone, then stands until a has freed #4
+        waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")
+    log = ["git", "--git-dir", str(fleet.remote), "log", "--format=%H %s", "main"]
+    pushed = subprocess.run(log, env=fleet.env, capture_output=True, text=True, check=True).stdout
+    assert "(alone: this branch's other commits were not pushed)" in pushed  # the board-only commit
     assert not on_remote(fleet, code)
-    waiting = b.spawn("claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")  # the next sync: again a waiter's
     a.tasks("release", "4", owner="cat")
     a.tasks("sync")
+    if not kill:
+        go_on(fifo)
     out, err = waiting.communicate(timeout=90)
     assert waiting.returncode == 0, err
     assert json.loads(out)["id"] == 4

@@ -1182,7 +1182,7 @@ class ClaimRefs(Authority):
 
     def poll(self, store: Store, board: Desk[Store] | None = None, catch_up: Any = None) -> tuple[float, Any] | None:
         """The claim refs, every POLL seconds; then `catch_up` (the front end's
-        git.sync.bring_in) syncs when they say an open task here was completed or given
+        git.sync.waiter, which runs git.sync.bring_in) syncs when they say an open task here was completed or given
         back on another machine, or when this board holds what the remote does not: a
         completion frees dependents only once the task files say so."""
         if config_of(store) is None:

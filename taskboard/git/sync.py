@@ -183,9 +183,11 @@ def _exchange(
             result.pushed = True
             result.notes += notes
             if sent != target:  # the board went alone: this branch joins it (its own merge, if any, is not kept)
-                target = plumbing.join(commit or target, target, sent, name)
-                if result.merged:  # the merge made above is not kept: this one is
+                joined = plumbing.join(commit or target, target, sent, name)
+                if result.merged:  # the merge made above is not kept (on no branch, not to name): this one is
                     result.committed.pop()
+                    result.held = [held for held in result.held if held != target]
+                target = joined
                 result.committed.append(target)
                 result.merged = True
             _stop("pushed")
@@ -210,12 +212,16 @@ def _fetch(git: Git, name: str, merge_ref: str, tracking: str) -> str | None:
 
 
 def _to_send(plumbing: _Plumbing, target: str, remote_head: str | None, result: Synced) -> str | None:
-    """What a sync nobody asked for pushes: `target` when every commit it would send
-    changes the board alone; else the remote's branch with the board as `target` holds it
-    (the commits it leaves out are `result.held`)."""
+    """What a sync nobody asked for pushes: nothing when the remote has no such branch;
+    `target` when every commit it would send changes the board alone and its files
+    outside the board are the remote's; else the remote's branch with the board as
+    `target` holds it (the commits it leaves out are `result.held`)."""
+    result.held = []
+    if remote_head is None:  # a branch the remote lacks is the user's to publish: nothing goes
+        return None
     result.held = plumbing.outside_commits(target, remote_head)
     if not result.held:
-        if remote_head is None or not plumbing.differs_outside(remote_head, target):
+        if not plumbing.differs_outside(remote_head, target):
             return target
         # no commit changes a file outside the board, yet the tip differs there from the
         # remote's: a merge kept one side (`git merge -s ours`) and would undo the other's
@@ -906,7 +912,7 @@ def bring_in(board: Board, say: Callable[[str], None] | None = None) -> None:
 
 
 def _held(result: Synced, say: Callable[[str], None] | None) -> None:
-    if not result.held or say is None:
+    if not result.held or say is None:  # none when the remote has no branch: that sync synced nothing
         return
     shown = ", ".join(commit[:12] for commit in result.held[:3]) + (", ..." if len(result.held) > 3 else "")
     say(
