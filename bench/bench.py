@@ -595,9 +595,10 @@ def many_writers(root: Path, processes: int = 8, each: int = 25) -> dict[str, fl
         data.mkdir()
         rc.write_text(f"data.location={data}\nconfirmation=off\nverbose=nothing\nhooks=off\n")
         env = {**os.environ, "TASKRC": str(rc), "TASKDATA": str(data)}
-        figures["taskwarrior"] = together(lambda n, s: [task, "add", f"w{n}-{s}"], env)
-        count = (data / "pending.data").read_text().count("\n")
-        expect("Taskwarrior concurrent adds", count, processes * each)
+        seconds = together(lambda n, s: [task, "add", f"w{n}-{s}"], env)
+        lost = processes * each - (data / "pending.data").read_text().count("\n")
+        # a peer that loses adds is a fact to show beside its time, not a reason to drop our figures
+        figures["taskwarrior" + (f" ({lost} of {processes * each} adds lost)" if lost else "")] = seconds
     return figures
 
 
