@@ -184,6 +184,19 @@ def test_the_graph_and_the_journal_render(web):
     assert "no task #99" in client.get("/task/99").text
 
 
+def test_the_graph_draws_finished_work_as_done_with_its_subject(web, board):
+    """The graph of open work draws the finished tasks it rests on as done, with their
+    subjects (it drew them as deleted and blank: the index's lookup knows open work only)."""
+    client, _site = web
+    assert tasks(board, "done", "1", caller="bob").returncode == 0
+    for path in ("/graph", "/graph?all=1", "/graph?task=1"):
+        nodes = re.findall(
+            r'<a href="/task/(\d+)" class="node ([a-z_]+)[^"]*"><title>([^<]*)</title>', client.get(path).text
+        )
+        assert ("1", "completed", "#1 Write parser (done)") in nodes, (path, nodes)
+        assert ("2", "ready", "#2 Write tests (ready)") in nodes, (path, nodes)
+
+
 def test_get_never_changes_a_file(web, board):
     client, _site = web
     before = files(board, cache=False)

@@ -400,9 +400,10 @@ def graph_page(board: Board, filters: Filters, focus: int | None, everything: bo
     held = held_back(facts)
     cyclic = views.cyclic_ids(edges)
     nodes, width, height = _layout(drawn, edges)
+    by_record = {record["id"]: record for record in drawn}  # whole records: lookup knows only open work
     for node in nodes:
-        record = listing.lookup(node["id"]) or {}
-        key = views.state(record, listing.lookup, held) if record else "deleted"
+        record = by_record[node["id"]]
+        key = views.state(record, listing.lookup, held)
         node.update(
             subject=shown(str(record.get("subject", ""))),
             state=key,
