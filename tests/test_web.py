@@ -197,6 +197,21 @@ def test_the_graph_draws_finished_work_as_done_with_its_subject(web, board):
         assert ("2", "ready", "#2 Write tests (ready)") in nodes, (path, nodes)
 
 
+def test_every_task_in_the_graph_includes_the_archived_ones_marked(web, board):
+    """The page's "every task" is `graph --all` (DESIGN §11): archived tasks drawn, marked
+    so; the graph of open work, like `board`, never opens the archive."""
+    client, _site = web
+    assert tasks(board, "done", "1", caller="bob").returncode == 0
+    assert tasks(board, "archive", "--older-than", "0").returncode == 0
+    assert (board / "archive" / "task_1.json").exists()
+    for path in ("/graph?all=1", "/graph?task=1"):
+        nodes = re.findall(
+            r'<a href="/task/(\d+)" class="node ([a-z_]+)[^"]*"><title>([^<]*)</title>', client.get(path).text
+        )
+        assert ("1", "completed", "#1 Write parser (archived) (done)") in nodes, (path, nodes)
+    assert 'href="/task/1"' not in client.get("/graph").text
+
+
 def test_get_never_changes_a_file(web, board):
     client, _site = web
     before = files(board, cache=False)

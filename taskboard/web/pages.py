@@ -371,14 +371,14 @@ def graph_page(board: Board, filters: Filters, focus: int | None, everything: bo
     """The dependency graph as a layered drawing (blockers left of what they block): the
     open work and the finished tasks it was built on, or `everything`, or the
     neighbourhood of `focus`. Tasks with no edge are listed beside it, not drawn."""
-    listing = board.listing()
+    listing = board.listing(archive=everything or focus is not None)  # as `graph --all`: archived tasks too
     records = [record for record in listing.records if record["status"] != "deleted"]
     chosen = filters.select(board, listing)
     if chosen is not None:
         wanted = set(chosen)
         records = [record for record in records if record["id"] in wanted]
     if focus is not None:
-        if listing.lookup(focus) is None:
+        if all(record["id"] != focus for record in listing.records):
             board.get(focus)  # the right error: missing or damaged
         records = graph.neighbourhood(records, focus)
     elif not everything:
@@ -405,7 +405,7 @@ def graph_page(board: Board, filters: Filters, focus: int | None, everything: bo
         record = by_record[node["id"]]
         key = views.state(record, listing.lookup, held)
         node.update(
-            subject=shown(str(record.get("subject", ""))),
+            subject=shown_record(record)["subject"],  # an archived task's marked so
             state=key,
             symbol=SYMBOLS[key],
             word=views.STATE_LABELS[key],
@@ -424,7 +424,7 @@ def graph_page(board: Board, filters: Filters, focus: int | None, everything: bo
         "alone": [
             {
                 "id": record["id"],
-                "subject": shown(record["subject"]),
+                "subject": shown_record(record)["subject"],
                 "state": (k := views.state(record, listing.lookup, held)),
                 "symbol": SYMBOLS[k],
                 "word": views.STATE_LABELS[k],
