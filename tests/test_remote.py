@@ -534,6 +534,36 @@ def test_a_task_this_board_says_is_held_but_was_given_back_elsewhere_can_be_take
     assert a.json("check")["ok"] is True and b.json("check")["ok"] is True
 
 
+def test_a_release_elsewhere_ends_the_claim_this_board_wrote_later_without_a_clock(fleet):
+    """b's board says cat holds #4 in a version written after cat gave #4 back on a (b's
+    own later edit of #4, merged with cat's claim by b's sync): the claim ref decides,
+    not which clock wrote later. b's sync must not push cat's claim back over the
+    release, and b's waiter takes #4 (it waited forever when the release had to be newer
+    than b's file)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    a.tasks("release", "4", owner="cat")  # the ref says released; a does not sync its board
+    (released,) = [d for d in fleet.claim_refs().values() if d["task"] == 4]
+    after_this_second(released["at"])
+    b.tasks("create", "Review the docs", "--blocked-by", "4")  # b writes #4 after the release
+    b.tasks("sync")  # cat's claim comes in, merged with b's later edit of #4
+    held = b.records()[4]
+    assert (held["status"], held["owner"]) == ("in_progress", "cat")
+    assert held["updatedAt"] > time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(released["at"]))
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [("released", "")]
+    assert b.json("check")["ok"] is True  # the board lags the ref: nothing to repair here
+    code, out, err = waiter(b, "bob", "4", "--wait", "30")
+    assert code == 0, err
+    assert (json.loads(out)["id"], json.loads(out)["owner"]) == (4, "bob")
+    assert "cat gave back in another clone" in err
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [("claimed", "bob")]
+    b.tasks("sync")
+    a.tasks("sync")
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "bob")
+    assert a.json("check")["ok"] is True and b.json("check")["ok"] is True
+
+
 def test_a_plain_git_fetch_is_enough_for_ready_to_leave_out_a_task_claimed_elsewhere(fleet):
     # init configured the fetch refspec for claim refs: what a fetch brings, ready uses
     _, b, c = fleet.planned("a", "b", "c")

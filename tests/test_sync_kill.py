@@ -343,6 +343,32 @@ def test_a_waiters_warning_names_only_commits_left_on_the_branch(fleet, tmp_path
     assert not on_remote(fleet, code)
 
 
+@pytest.mark.parametrize("point", ["merged", "pushed", "board"])
+def test_a_waiter_takes_a_task_given_back_elsewhere_while_its_own_sync_brought_the_old_claim(fleet, tmp_path, point):
+    """b's waiter syncs (its board holds what the remote lacks) and fetches the board
+    while cat still holds #4; cat gives #4 back on a while that sync stands at `point`,
+    and a never syncs. The sync lands cat's claim: it must not push that claim back
+    over the release (it did: #4 stayed claimed for cat on the remote, for good), and
+    the waiter must take #4 without another sync (it waited forever)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    b.tasks("create", "Made on b")  # the waiter syncs at its first poll
+    fifo = tmp_path / "hold"
+    waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", point=point, TASKS_OWNER="bob")
+    a.tasks("release", "4", owner="cat")
+    go_on(fifo)
+    out, err = waiting.communicate(timeout=90)
+    assert waiting.returncode == 0, err
+    assert (json.loads(out)["id"], json.loads(out)["owner"]) == (4, "bob")
+    assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [("claimed", "bob")]
+    b.tasks("sync")
+    a.tasks("sync")
+    b.tasks("sync")
+    agreed(a, b)
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "bob")
+
+
 @pytest.mark.parametrize("kill", ["pushed", ""])
 def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_killed(fleet, kill, tmp_path):
     """The board pushed alone is not a commit of b's branch: when the waiter's sync is

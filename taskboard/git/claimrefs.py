@@ -247,22 +247,57 @@ def refresh(store: Store) -> None:
 
 def ended_elsewhere(store: Store) -> bool:
     """Whether the claim refs, as last fetched, say an open task of this board was
-    completed on another machine, or given back there after this board's file was written."""
+    completed on another machine, or given back there while this board says it is held
+    (and the claim it shows is not one this clone made that the ref never bore: _ended)."""
+    from ..ops import claims
+
     config = config_of(store)
     mirror = read_mirror(config) if config is not None else {}
     if not mirror:
         return False
     records, _damaged = store.read_all()
+    runtime = None
     for record in records:
         doc = mirror.get(record.get("uid", ""))
         if not isinstance(doc, dict) or record["status"] not in ("pending", "in_progress"):
             continue
         if doc.get("state") == "done":
             return True
-        given_back = doc.get("state") == "released" and record["status"] == "in_progress"
-        if given_back and _number(doc.get("at")) and doc["at"] >= _updated(record):
-            return True
+        if doc.get("state") == "released" and record["status"] == "in_progress":
+            runtime = runtime or claims.Runtime(claims.state_of(store))
+            if _ended(record, doc, runtime.entry(record)):
+                return True
     return False
+
+
+def _ended(record: Record, doc: dict, entry: Any) -> bool:
+    """Whether the claim ref's document `doc` ended the claim this board's record shows
+    (in progress, held by its owner): the ref says given back or completed, and the claim
+    is not one this clone made without its ref ever bearing it (`claim --offline`, a ref
+    that lagged), which came after what the ref says. A claim made elsewhere reached this
+    board by a merge; one this clone made is marked when it wins its ref (`_mark_won`).
+    Decided by what the ref and this clone hold, never by whose clock wrote later: the
+    board's file may be written after the release (a merge with a later edit made here)
+    and still hold the claim the release ended."""
+    if doc.get("state") not in ("released", "done"):
+        return False
+    claim = entry.claim  # this clone's runtime state of the task (taskboard.disk.state.Entry)
+    made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
+    return not made_here or bool(claim.get("ref"))
+
+
+def _mark_won(store: Store, uid: str, owner: str, sha: str | None) -> None:
+    """The claim this clone holds for `owner` bears its claim ref (`sha`): marked in the
+    runtime state, so that a release or completion the ref says later ends it (_ended).
+    Best effort: an unmarked claim counts as one the ref lags behind, as before."""
+    from ..ops.claims import state_of
+
+    state = state_of(store)
+    with suppress(TaskError, OSError), state.locked():
+        entry = state.read(uid)
+        if entry.claim and entry.claim.get("owner") == owner and entry.claim.get("ref") != (sha or True):
+            entry.claim["ref"] = sha or True
+            state.write(entry)
 
 
 def push(git: Git, config: Config, uid: str, data: bytes, expected: str | None) -> str | None:
@@ -498,12 +533,15 @@ def _write_claim(
     here = board.local()  # the ref says so already: no guard moves it again
     try:
         if lapsed is not None:
-            return _take_over(here, record, owner, lease, lapsed, config)
-        return claims.claim(here, record["id"], owner, lease)
+            outcome = _take_over(here, record, owner, lease, lapsed, config)
+        else:
+            outcome = claims.claim(here, record["id"], owner, lease)
     except TaskError:
         if new != previous:  # the claim failed here: give the ref back as it was
             _give_back(git, config, record, new, previous)
         raise
+    _mark_won(board.store, record["uid"], owner, new)
+    return outcome
 
 
 def held_error(task_id: int, doc: dict, config: Config) -> Refused:
@@ -532,11 +570,12 @@ def held_error(task_id: int, doc: dict, config: Config) -> Refused:
     )
 
 
-def _lapsed(record: Record, owner: str, config: Config, mirror: dict | None = None) -> dict | None:
+def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: dict | None = None) -> dict | None:
     """The claim document that lets `owner` take over this task, which this clone's file
     says another holds: that holder's claim whose lease (kept in its claim ref, from
-    another machine) ran out, or a release made on another clone after this file was
-    written (the holder gave it back there; this clone has not synced since)."""
+    another machine) ran out, or a release made on another clone that ended the claim
+    this file shows (_ended: the holder gave it back there; this clone has not synced
+    since)."""
     doc = (read_mirror(config) if mirror is None else mirror).get(record.get("uid", ""))
     if record["status"] != "in_progress" or record["owner"] in ("", owner) or not isinstance(doc, dict):
         return None
@@ -547,7 +586,7 @@ def _lapsed(record: Record, owner: str, config: Config, mirror: dict | None = No
         and not _live(doc, time.time())
     ):
         return doc
-    if doc.get("state") == "released" and _number(doc.get("at")) and doc["at"] >= _updated(record):
+    if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record)):
         return doc
     return None
 
@@ -591,7 +630,7 @@ def _candidate(
         if task_id is not None:
             record = change.get(task_id)
             refusal = claims.refusal_of(change, runtime, record, owner)
-            lapsed = _lapsed(record, owner, config)
+            lapsed = _lapsed(record, owner, config, runtime)
             if refusal is not None and (lapsed is None or refusal.reason != ""):  # "" : held by its holder
                 raise refusal
             return record, lapsed
@@ -633,7 +672,7 @@ def _offered(
     doc = mirror.get(record.get("uid", ""))
     if isinstance(doc, dict) and doc.get("owner") != owner and (doc.get("state") == "done" or _live(doc, runtime.now)):
         return False, None  # seen claimed or completed elsewhere: the push would be refused
-    lapsed = _lapsed(record, owner, config, mirror)
+    lapsed = _lapsed(record, owner, config, runtime, mirror)
     if lapsed is not None:
         refusal = claims.refusal_of(change, runtime, record, owner)
         if refusal is None or refusal.reason == "":  # "": held by its holder here, whose claim ended there
@@ -831,6 +870,14 @@ def move_first(board: RefDesk, moves: list[tuple[Record, str, bool]]) -> None:
             board.ref_undo.append((uid, *swapped))
 
 
+def _mark_moved(board: RefDesk) -> None:
+    """After a change whose claim refs moved first: each claim it made bears its ref (_mark_won)."""
+    ours = {uid: new for uid, new, _previous in board.ref_undo}
+    for uid, moved in (board.moved_refs or {}).items():
+        if isinstance(moved, tuple) and moved[0] == "claimed":
+            _mark_won(board.store, uid, moved[1], ours.get(uid))
+
+
 def give_back(board: RefDesk) -> None:
     """After a change whose refs moved first did not happen: each ref back as it was."""
     config = config_of(board.store)
@@ -1004,9 +1051,11 @@ def _move_ref(
 ) -> str:
     """check --fix: move one ref to what the record says; '' when done (or nothing to do), else why not."""
     try:
-        _swap(git, config, board, record, seen, holder, forced)
+        swapped = _swap(git, config, board, record, seen, holder, forced)
     except (Busy, Refused) as exc:
         return exc.message
+    if wanted(record) == "claimed":
+        _mark_won(board.store, record["uid"], record["owner"], swapped[0] if swapped else seen.sha)
     return ""
 
 
@@ -1143,15 +1192,19 @@ def _disagreement(
             except TaskError:
                 followed = False
         return _fixed(record, message, followed)
-    if status == "in_progress" and record["owner"] and not (ref_state == "claimed" and doc["owner"] == record["owner"]):
-        if live(doc) and not mine:
-            return Problem(
-                None,
-                record["id"],
-                "claim-ref",
-                f"#{record['id']} is held by {record['owner']} here but by {doc['owner']} through {where}: "
-                "one of them must give it back",
-            )
+    held = (
+        status == "in_progress" and record["owner"] and not (ref_state == "claimed" and doc["owner"] == record["owner"])
+    )
+    if held and live(doc) and not mine:
+        return Problem(
+            None,
+            record["id"],
+            "claim-ref",
+            f"#{record['id']} is held by {record['owner']} here but by {doc['owner']} through {where}: "
+            "one of them must give it back",
+        )
+    # a claim shown here that ended elsewhere is no disagreement: the ref decides, and a sync brings the board
+    if held and not _ended(record, doc, claims.Runtime(claims.state_of(board.store)).entry(record)):
         message = f"#{record['id']} is held by {record['owner']} here but {where} does not say so"
         return push_fix(message, record["owner"], True)  # a claim of another that holds was named above
     return None
@@ -1217,9 +1270,12 @@ class ClaimRefs(Authority):
         try:
             for _attempt in range(ATTEMPTS):
                 try:
-                    return run()
+                    outcome = run()
                 except PushFirst as first:
                     move_first(board, first.moves)
+                    continue
+                _mark_moved(board)
+                return outcome
             raise Busy("the claim refs of this change kept moving; try again", "claim-ref-moving")
         except BaseException:
             give_back(board)
