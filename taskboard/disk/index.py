@@ -114,8 +114,12 @@ class Snapshot:
         self.inodes: Keys = NO_INODES
         self._open: dict[int, Record] | None = {}  # None: still the index's bytes (columns)
         self.open_text: dict[int, str] = {}  # dumps(record), ready to print
-        self.columns: dict | None = None  # the index's open tasks, when the snapshot took them whole
+        self.columns: dict | None = None  # the index's open tasks, when the snapshot took them
         self._reader: tuple[Callable[[int], Record], Callable[[], None]] | None = None  # should its records fail
+        # while the records are the index's bytes: its entries that no longer hold, and
+        # the open records read this time (from files changed since the index was saved)
+        self._dropped: set[int] = set()
+        self._fresh: dict[int, Record] = {}
         self.recent: dict[int, str] = {}  # status of each readable file read this time and not trusted
         self.closed_text: dict[int, str] | None = None  # filled by load_history
         self.damaged: dict[int, Corrupt] = {}
@@ -129,21 +133,49 @@ class Snapshot:
         check (a forged index), read from their files, and the index written again."""
         if self._open is None:
             assert self.columns is not None
+            dropped = self._dropped
             found = _decoded(self.columns)
             if found is None:
                 assert self._reader is not None
                 read, drop = self._reader
-                found = {task_id: read(task_id) for task_id in self.columns["open_ids"]}
+                found = {task_id: read(task_id) for task_id in self.columns["open_ids"] if task_id not in dropped}
                 self.columns = None
                 drop()  # the next command lists the folder and writes the index again
-            self._open = found
+            for task_id in dropped:
+                found.pop(task_id, None)
+            found.update(self._fresh)
+            self._open, self._dropped, self._fresh = found, set(), {}
         return self._open
 
-    def take_columns(self, columns: dict, read: Callable[[int], Record], drop: Callable[[], None]) -> None:
-        """The index's open tasks, taken whole (their files are as the index saw them);
-        `read`: the store's, for records the index fails to hold; `drop`: removes the index."""
+    def take_columns(
+        self, columns: dict, read: Callable[[int], Record], drop: Callable[[], None], dropped: Iterable[int] = ()
+    ) -> None:
+        """The index's open tasks, taken whole but for the `dropped` ones (their files are
+        as the index saw them); `read`: the store's, for records the index fails to hold;
+        `drop`: removes the index."""
         self._open, self.columns, self._reader = None, columns, (read, drop)
         self.open_text = dict(zip(columns["open_ids"], columns["texts"], strict=True))
+        for task_id in dropped:
+            self.forget_open(task_id)
+
+    def forget_open(self, task_id: int) -> None:
+        """This task's open record and text are no longer known (its file is read again)."""
+        if self.open_text.pop(task_id, None) is None:
+            return
+        if self._open is None:
+            self._dropped.add(task_id)
+            self._fresh.pop(task_id, None)
+        else:
+            self._open.pop(task_id, None)
+
+    def keep_open(self, task_id: int, record: Record, text: str) -> None:
+        """An open record read from its file, and its compact JSON."""
+        if self._open is None:
+            self._dropped.add(task_id)  # the index's entry, if any, is not this one
+            self._fresh[task_id] = record
+        else:
+            self._open[task_id] = record
+        self.open_text[task_id] = text
 
     def open_facts(self) -> Iterable[tuple[int, str, tuple, int, str, str | None]]:
         """(id, status, blockers, priority, due time or `~`, after time or None) of each
@@ -151,7 +183,7 @@ class Snapshot:
         from the index's columns while the records are not decoded."""
         columns = self.columns
         if self._open is None and columns is not None:
-            return zip(
+            facts = zip(
                 columns["open_ids"],
                 [STATUS_OF[kind] for kind in columns["open_kinds"]],
                 columns["blocked"],
@@ -160,6 +192,11 @@ class Snapshot:
                 columns["after"],
                 strict=True,
             )
+            if not self._dropped:
+                return facts
+            dropped, fresh = self._dropped, self._fresh  # a few files changed since the index was saved
+            kept = [fact for fact in facts if fact[0] not in dropped]
+            return sorted(kept + [(task_id, *_facts_of(record)) for task_id, record in fresh.items()])
         opened = self.open
         return [(task_id, *_facts_of(opened[task_id])) for task_id in sorted(opened)]
 
@@ -319,10 +356,9 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
             ctimes = old["ctimes"] if same else _array("q", found)
             shot.ids, shot.names, shot.inodes, shot.ctimes = old["ids"], names, old["inodes"], ctimes
             shot.kinds = bytearray(old["kinds"])
+            _adopt_open(store, shot, old, shot.kinds, same=True)
             if same and UNSURE not in shot.kinds:
-                _adopt_open(shot, old, shot.kinds, every=(store.read, Cache(store.path).drop_index))
                 return steps > MAX_STEPS // 2  # nothing changed since the cache was written
-            _adopt_open(shot, old, shot.kinds)
             stale = sorted(set(_changed(ctimes, old["ctimes"])).union(_unsure(shot.kinds)))
             shot.inodes = _array("Q", shot.inodes)  # the cache's keys are read-only views: kept apart
             if steps:  # a writer may have put a new inode in place: its key is taken again
@@ -374,7 +410,7 @@ def _matched(store: Files, folder: int, shot: Snapshot, old: dict, ids: Keys, na
     shot.ctimes = _array("q", [key[0] for key in keys])  # type: ignore[index]
     shot.inodes = _array("Q", [key[1] for key in keys])  # type: ignore[index]
     shot.kinds = _matched_kinds(shot, old)
-    _adopt_open(shot, old, shot.kinds)
+    _adopt_open(store, shot, old, shot.kinds)
     _reread(store, folder, shot, _unsure(shot.kinds), trusted)
 
 
@@ -526,27 +562,25 @@ def _keys(names: list[str], folder: int) -> list[tuple[int, int] | None]:
         return found
 
 
-def _adopt_open(
-    shot: Snapshot, old: dict, kinds: bytearray, every: tuple[Callable[[int], Record], Callable[[], None]] | None = None
-) -> None:
-    """The old index's open records, for the files whose entries still hold. `every`: all
-    of them hold (Snapshot.take_columns's `read` and `drop`): when
-    the open ones are as many as the index keeps, its columns are taken whole and its
-    records stay bytes until asked for (Snapshot.open)."""
+def _adopt_open(store: Files, shot: Snapshot, old: dict, kinds: bytearray, same: bool = False) -> None:
+    """The old index's open records, for the files whose entries still hold: its columns
+    are taken (Snapshot.take_columns) and its records stay bytes until a command asks for
+    them (Snapshot.open), but for the entries that no longer hold, which are left out
+    (the files changed since are read again: Snapshot.keep_open). `same`: the entries
+    are the old index's own (same ids, same kinds): when the open ones are as many as the
+    index keeps, none is left out."""
     open_ids = old["open_ids"]
-    if every is not None and len(open_ids) == kinds.count(KINDS["pending"]) + kinds.count(KINDS["in_progress"]):
-        shot.take_columns(old, *every)
+    reader = (store.read, Cache(store.path).drop_index)
+    if same and len(open_ids) == kinds.count(KINDS["pending"]) + kinds.count(KINDS["in_progress"]):
+        shot.take_columns(old, *reader)
         return
-    records = _decoded(old) if open_ids else {}
     ids = shot.ids
-    for task_id, text in zip(open_ids, old["texts"], strict=True):
+    gone = []
+    for task_id in open_ids:
         at = bisect_left(ids, task_id)
-        if at < len(ids) and ids[at] == task_id and kinds[at] in OPEN_KINDS:
-            if records is None:  # a forged index: the file is read again
-                kinds[at] = UNSURE
-                continue
-            shot.open[task_id] = records[task_id]
-            shot.open_text[task_id] = text
+        if not (at < len(ids) and ids[at] == task_id and kinds[at] in OPEN_KINDS):
+            gone.append(task_id)
+    shot.take_columns(old, *reader, dropped=gone)
 
 
 def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None, worth: bool = False) -> bool:
@@ -582,9 +616,7 @@ def _reread(store: Files, folder: int, shot: Snapshot, positions: list[int], tru
     stale, never the content."""
     for i in positions:
         task_id = shot.ids[i]
-        if task_id in shot.open_text:  # (the records are decoded only when one changes)
-            shot.open.pop(task_id, None)
-            shot.open_text.pop(task_id, None)
+        shot.forget_open(task_id)
         for known in (shot.recent, shot.damaged):
             known.pop(task_id, None)
         shot.kinds[i] = UNSURE
@@ -597,8 +629,7 @@ def _reread(store: Files, folder: int, shot: Snapshot, positions: list[int], tru
             continue
         status = record["status"]
         if status in OPEN:
-            shot.open[task_id] = record
-            shot.open_text[task_id] = dumps(record)
+            shot.keep_open(task_id, record, dumps(record))
         elif shot.closed_text is not None:
             shot.closed_text[task_id] = dumps(record)
         if shot.ctimes[i] < trusted:
@@ -650,7 +681,7 @@ def _read_every(store: Files, folder: int, shot: Snapshot, ids: array, trusted: 
 
 
 def _index_payload(shot: Snapshot) -> bytes:
-    columns = shot.columns if shot._open is None else None  # the index's own, untouched
+    columns = shot.columns if shot._open is None and not shot._dropped else None  # the index's own, untouched
     if columns is None:
         kept = [task_id for task_id, kind in zip(shot.ids, shot.kinds, strict=True) if kind in OPEN_KINDS]
         records = [shot.open[task_id] for task_id in kept]
