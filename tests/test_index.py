@@ -386,6 +386,69 @@ def test_after_a_change_through_tasks_the_next_read_follows_it_without_listing(b
     assert _read_lists_the_board(board_dir), "a file removed by hand after a change: listed"
 
 
+def _by_hand(board: Path, task_id: int, how: str, **changes) -> None:
+    """Change a task file as an editor or a script does: in place, or written to a
+    temporary name in the board folder and renamed over it."""
+    path = board / f"task_{task_id}.json"
+    text = json.dumps({**json.loads(path.read_text()), **changes}, indent=2) + "\n"
+    if how == "in place":
+        with open(path, "r+b") as handle:
+            handle.truncate(0)
+            handle.write(text.encode())
+    else:
+        temp = board / f".{path.name}.swp"
+        temp.write_text(text)
+        os.replace(temp, path)
+
+
+def _index_key(board: Path) -> tuple[int, int]:
+    found = os.stat(cache_index(board))
+    return found.st_ino, found.st_mtime_ns
+
+
+def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows_it(board_dir, witnessed, monkeypatch):
+    """A file renamed over a task file by hand (an editor's save) changes the board
+    folder: the next read lists it, and where writing the whole index costs more than
+    reading a few files again (a large board: index.SAVE_PER, here made so for a small
+    one) it records that step (cache.record_moves) instead of writing the index. The
+    read after follows the step without listing and reads the renamed file again; every
+    answer is what the files say, through more renames, edits in place, a swap file left
+    behind, files aging, and files added and removed by hand (listed again)."""
+    monkeypatch.setattr(index, "SAVE_PER", 0)  # a save is never worth it: only the steps carry the index
+    write_board(board_dir, [record(i, blocked_by=[i - 1] if i % 4 == 0 else []) for i in range(1, 13)])
+    settle()
+    assert _read_lists_the_board(board_dir, "ready", "--json")  # no index yet
+    assert not _read_lists_the_board(board_dir, "ready", "--json")
+    saved = _index_key(board_dir)
+    _by_hand(board_dir, 3, "by rename", status="completed")  # 4 waited on 3: ready now
+    assert _read_lists_the_board(board_dir, "ready", "--json"), "a rename changes the folder: listed"
+    assert _index_key(board_dir) == saved, "the whole index was written again for one renamed file"
+    assert (board_dir / ".cache" / cache.MOVES_NAME).exists()
+    assert not _read_lists_the_board(board_dir), "the read after the rename listed the folder again"
+    settle()  # the renamed file ages: still read again from the step, and right
+    assert not _read_lists_the_board(board_dir)
+    _by_hand(board_dir, 5, "by rename", subject="renamed again")
+    _by_hand(board_dir, 7, "in place", status="in_progress", owner="eve")
+    assert _read_lists_the_board(board_dir, "list", "--json")
+    assert not _read_lists_the_board(board_dir)
+    (board_dir / ".task_9.json.swp").write_text("an editor's swap file\n")
+    assert _read_lists_the_board(board_dir, "ready", "--json")
+    _by_hand(board_dir, 9, "in place", subject="edited while the swap file is there")
+    assert not _read_lists_the_board(board_dir)
+    assert _index_key(board_dir) == saved
+    (board_dir / "task_30.json").write_text(json.dumps(record(30), indent=2) + "\n")  # a file added by hand
+    assert _read_lists_the_board(board_dir, "ready", "--json")
+    assert not _read_lists_the_board(board_dir)
+    (board_dir / "task_5.json").unlink()
+    _by_hand(board_dir, 6, "by rename", subject="renamed as 5 went")
+    assert _read_lists_the_board(board_dir, "ready", "--json")
+    assert not _read_lists_the_board(board_dir)
+    _by_hand(board_dir, 8, "by rename", status="deleted")
+    assert call(["--dir", str(board_dir), "update", "2", "--subject", "through tasks"])["exit"] == 0
+    assert _read_lists_the_board(board_dir, "ready", "--json")  # the writer could not follow the hand's rename
+    assert not _read_lists_the_board(board_dir)
+
+
 def test_a_file_copied_in_while_a_writer_moves_its_files_is_seen(board_dir, witnessed):
     """A real writer stopped right after it put its file in place (SIGSTOP, a real
     condition waited on); a file copied in then by another program, between the
@@ -833,7 +896,7 @@ class BoardAndCache(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.saved_racy, self.saved_witness = index.RACY_NS, store.WITNESS_FROM
+        self.saved_racy, self.saved_witness, self.saved_save_per = index.RACY_NS, store.WITNESS_FROM, index.SAVE_PER
         index.RACY_NS = TEST_RACY_NS
         store.WITNESS_FROM = 0  # every change records its moves: the next read follows them
         self.repo = Path(tempfile.mkdtemp(prefix="taskboard-index-"))
@@ -846,7 +909,7 @@ class BoardAndCache(RuleBasedStateMachine):
         self.stashed = False
 
     def teardown(self):
-        index.RACY_NS, store.WITNESS_FROM = self.saved_racy, self.saved_witness
+        index.RACY_NS, store.WITNESS_FROM, index.SAVE_PER = self.saved_racy, self.saved_witness, self.saved_save_per
         shutil.rmtree(self.repo, ignore_errors=True)
 
     def tasks(self, *args: str) -> dict:
@@ -986,6 +1049,12 @@ class BoardAndCache(RuleBasedStateMachine):
         elif how == "restore a copy" and self.saved_caches:
             shutil.rmtree(folder)
             shutil.copytree(self.saved_caches[-1], folder)
+
+    @rule(save_per=st.sampled_from([0, 1000]))
+    def cost_of_a_save(self, save_per):
+        """0: writing the index is never worth it, as on a very large board: only the steps
+        writers and readers record carry it along (index._differs `worth`, index._step)."""
+        index.SAVE_PER = save_per
 
     @rule()
     def let_files_age(self):

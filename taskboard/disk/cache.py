@@ -115,21 +115,25 @@ MOVES_NAME = "moves"
 MAX_STEPS = 64  # changes in a row a reader can follow without listing the board folder
 
 
-def record_moves(root: str, before: tuple, after: tuple, names: list[str], vouched: bool = False) -> None:
+def record_moves(root: str, before: tuple, after: tuple, names: list[str], vouched: bool = False) -> bool:
     """After a change, under the write lock: the board folder went from key `before` to
     key `after` by this change putting these names in place and nothing else (a
-    taskboard.disk.watch.Witness saw no other name come or go in between). Chained to
-    the steps recorded before when the last of them ended at `before`, so that the next
-    reader of an index taken at any key of the chain need not list the folder
-    (moved_names). Sound only where a change after a look at the folder gives it a new
-    ctime (probed unless `vouched`, as for remember_last): else nothing is recorded."""
+    taskboard.disk.watch.Witness saw no other name come or go in between). Or after a
+    read, under the shared lock, that listed the folder and found no name gone and no
+    other task file come since the index's key `before` (taskboard.disk.index._step).
+    Chained to the steps recorded before when the last of them ended at `before`, so
+    that the next reader of an index taken at any key of the chain need not list the
+    folder (moved_names). Sound only where a change after a look at the folder gives it
+    a new ctime (probed unless `vouched`, as for remember_last): else nothing is
+    recorded. True when the step was recorded."""
     steps = _steps(root)
     if not steps or steps[-1][1] != before:
         steps = []
     steps = [*steps, (before, after, tuple(names))][-MAX_STEPS:]
     cache = Cache(root)
     if vouched or cache.fine_grained():
-        cache.save(MOVES_NAME, marshal.dumps(tuple(steps)), locked=True)
+        return cache.save(MOVES_NAME, marshal.dumps(tuple(steps)), locked=True)
+    return False
 
 
 def moved_names(root: str, since: tuple, now: tuple) -> tuple[list[str], int] | None:
@@ -286,22 +290,23 @@ class Cache:
         except Exception:  # planted bytes with a right checksum (MemoryError included): no cache
             return None
 
-    def save(self, name: str, payload: bytes, locked: bool = False) -> None:
+    def save(self, name: str, payload: bytes, locked: bool = False) -> bool:
         """Write a cache file whole, then rename it into place (`write_in`). Any failure
-        leaves the cache as it was, or without that file: it is only ever a shortcut."""
+        leaves the cache as it was, or without that file: it is only ever a shortcut.
+        True when the file is in place."""
         try:
             folder = self._folder()
         except OSError:
-            return  # a read-only board, no room: the next command checks the files again
+            return False  # a read-only board, no room: the next command checks the files again
         if folder is None:
-            return
+            return False
         try:
-            self.write_in(folder, name, payload, locked)
+            return self.write_in(folder, name, payload, locked)
         finally:
             os.close(folder)
 
     @staticmethod
-    def write_in(folder: int, name: str, payload: bytes, locked: bool = False) -> None:
+    def write_in(folder: int, name: str, payload: bytes, locked: bool = False) -> bool:
         """A cache file written whole in the cache folder `folder`, then renamed into place.
         `locked`: a file only changes made under the board's write lock write (the highest
         id, the moves), so no other writer races for its name: the old file is removed
@@ -330,6 +335,8 @@ class Cache:
         except OSError:
             with suppress(OSError):
                 os.unlink(temp, dir_fd=folder)
+            return False
+        return True
 
     def make(self) -> None:
         """The cache folder, made now if it is not there (none for a board this user may

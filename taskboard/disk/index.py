@@ -42,7 +42,18 @@ from bisect import bisect_left
 from ..core.errors import Corrupt, NotFound
 from ..core.fields import OPEN, dumps, loads, priority_of, when_of
 from ..core.model import id_from_file_name, ids_from_file_names
-from .cache import ARCHIVE_NAME, HISTORY_NAME, INDEX_NAME, KINDS, MAX_STEPS, UNSURE, Cache, folder_key, moved_names
+from .cache import (
+    ARCHIVE_NAME,
+    HISTORY_NAME,
+    INDEX_NAME,
+    KINDS,
+    MAX_STEPS,
+    UNSURE,
+    Cache,
+    folder_key,
+    moved_names,
+    record_moves,
+)
 
 TYPE_CHECKING = False  # typing costs ~5 ms of start-up; annotations are strings anyway
 if TYPE_CHECKING:
@@ -364,16 +375,52 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
             if steps:  # a writer may have put a new inode in place: its key is taken again
                 _refresh_inodes(folder, shot, stale)
             _reread(store, folder, shot, stale, trusted)
-            return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=steps > 0)
+            return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=True)
     # The folder changed (a file added, removed or renamed), or there is no usable index: list it.
     listed = os.listdir(folder)
     if old["ids"]:
         _matched(store, folder, shot, old, *_listed(old, listed), trusted)
     else:  # nothing to match (no cache, a damaged one, an empty board's): one pass over the files
         _read_every(store, folder, shot, _array("q", sorted(ids_from_file_names(listed))), trusted)
-    if shot.folder_key is not None and shot.folder_key[2] >= trusted and not Cache(store.path).fine_grained():
-        shot.folder_key = None  # changed too recently to vouch for the names next time
+    probed = False
+    if shot.folder_key is not None and shot.folder_key[2] >= trusted:
+        probed = Cache(store.path).fine_grained()
+        if not probed:
+            shot.folder_key = None  # changed too recently to vouch for the names next time
+    if (
+        shot.ids is old["ids"]  # the same names (_listed): files renamed over task files, or other files
+        and old["folder"] is not None
+        and shot.folder_key is not None
+        and old["folder"] != shot.folder_key
+        and _step(store, shot, old, probed)
+    ):
+        return _differs(shot, {**old, "folder": shot.folder_key}, _changed_entries(shot, old), worth=True)
     return _differs(shot, old)
+
+
+def _changed_entries(shot: Snapshot, old: dict) -> list[int]:
+    """The positions whose entries are not the old index's (same ids): a file's key
+    changed, or its entry is not kept (UNSURE)."""
+    found = set(_changed(shot.ctimes, old["ctimes"], shot.inodes, old["inodes"]))
+    return sorted(found.union(_changed(shot.kinds, old["kinds"]), _unsure(shot.kinds)))
+
+
+def _step(store: Files, shot: Snapshot, old: dict, vouched: bool) -> bool:
+    """After a listing that found the old index's names and no other task file (a file
+    renamed over a task file by hand: an editor's save, a script's), record that step
+    for the next reader (taskboard.disk.cache.record_moves: from the old index's folder
+    key to the one taken before the listing, the task files whose key changed) instead
+    of writing the whole index again (~40 ms at 100 000 tasks): the next reader follows
+    it as it follows a writer's (_followed) and reads those files again. Sound for the
+    reason a writer's step is: any change after the folder's key was taken gives the
+    folder a new key (multigrain ctimes, probed), so a reader that finds this key finds
+    the folder as this listing did. The index is written once reading the changed
+    files again costs what writing it does (_differs `worth`) or the steps run long.
+    False when the step could not be recorded (the index is written)."""
+    changed = _changed(shot.ctimes, old["ctimes"], shot.inodes, old["inodes"])
+    names = [shot.names[i] for i in changed]
+    now = shot.folder_key
+    return now is not None and record_moves(store.path, old["folder"], now, names, vouched=vouched)
 
 
 def _listed(old: dict, listed: list[str]) -> tuple[Keys, list[str]]:
@@ -410,15 +457,20 @@ def _matched(store: Files, folder: int, shot: Snapshot, old: dict, ids: Keys, na
     shot.ctimes = _array("q", [key[0] for key in keys])  # type: ignore[index]
     shot.inodes = _array("Q", [key[1] for key in keys])  # type: ignore[index]
     shot.kinds = _matched_kinds(shot, old)
-    _adopt_open(store, shot, old, shot.kinds)
+    if ids is old["ids"]:  # the old entries, those that changed now UNSURE: read again (and left out then)
+        _adopt_open(store, shot, old, old["kinds"], same=True)
+    else:
+        _adopt_open(store, shot, old, shot.kinds)
     _reread(store, folder, shot, _unsure(shot.kinds), trusted)
 
 
 def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
-    """The old index carried along the changes writers recorded since its folder key
-    (taskboard.disk.cache.moved_names), with the number of changes followed: a name a
-    writer put in place is a file the index has (replaced) or a new one above its highest
-    id (a create), an entry to read. None when the folder must be listed instead."""
+    """The old index carried along the changes recorded since its folder key
+    (taskboard.disk.cache.moved_names: by writers, and by readers that listed the folder
+    after a hand edit, _step), with the number of changes followed: a name put in place
+    is a file the index has (replaced: read again, whatever its ctime says) or a new one
+    above its highest id (a create), an entry to read. None when the folder must be
+    listed instead."""
     found = moved_names(store.path, old["folder"], now)
     if found is None:
         return None
@@ -426,18 +478,21 @@ def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
     ids = old["ids"]
     top = ids[-1] if ids else 0
     added: dict[int, str] = {}
+    replaced: list[int] = []
     for name in moved:
         task_id = id_from_file_name(name)
         if task_id is None:
             continue  # not a task file (a .gitignore written again)
         at = bisect_left(ids, task_id)
         if at < len(ids) and ids[at] == task_id:
+            replaced.append(at)
             continue
         if task_id <= top:
             return None  # a file back below the highest id (a restore): listed, as before
         added[task_id] = name
+    ctimes = _forgotten(old["ctimes"], replaced) if replaced else old["ctimes"]
     if not added:
-        return {**old, "folder": now}, steps
+        return {**old, "folder": now, "ctimes": ctimes}, steps
     new = sorted(added)
     more = len(new)
     return {
@@ -445,10 +500,20 @@ def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
         "folder": now,
         "ids": _keys_with(ids, b"".join(_int64(task_id) for task_id in new)),
         "names": old["names"] + [added[task_id] for task_id in new],
-        "ctimes": _keys_with(old["ctimes"], _int64(-1) * more),  # never a file's: read
+        "ctimes": _keys_with(ctimes, _int64(-1) * more),  # never a file's: read
         "inodes": _keys_with(old["inodes"], bytes(8 * more), unsigned=True),
         "kinds": old["kinds"] + bytearray([UNSURE]) * more,
     }, steps
+
+
+def _forgotten(ctimes: Keys, positions: list[int]) -> memoryview:
+    """The saved ctimes with -1 (never a file's) at these positions: their files are read
+    again. (A file put in place by a rename has a new inode; its ctime is new too on every
+    file system we know, but the inode is what proves it.)"""
+    raw = bytearray(ctimes.tobytes())
+    for at in positions:
+        raw[8 * at : 8 * at + 8] = _int64(-1)
+    return memoryview(raw).cast("q")
 
 
 def _keys_with(keys: Keys, more: bytes, unsigned: bool = False) -> memoryview:
@@ -588,9 +653,12 @@ def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None, 
     folder it may vouch for, files that came or went, or an entry it may keep that the
     old one lacks. A file that is only newer is read again either way: saving the index
     for it would cost a busy board a save on every read. `worth`: the old index still
-    names every file because writers said what they put in place, so it is saved only once the entries it would read again cost about what the save
-    does (one per SAVE_PER entries of the board): on a large board each write would
-    otherwise cost the next reader a save of the whole index."""
+    names every file (the folder is as it saw it, or writers and readers said what was
+    put in place since), so it is saved only once the entries it would read again cost
+    about what the save does (one per SAVE_PER entries of the board): on a large board
+    each write or hand edit would otherwise cost the next reader a save of the whole
+    index (reading a few files again costs little: the index's open columns are taken
+    all the same, Snapshot.take_columns)."""
     if (shot.folder_key is not None and shot.folder_key != old["folder"]) or shot.ids != old["ids"]:
         return True
     kinds, ctimes, inodes = old["kinds"], old["ctimes"], old["inodes"]
