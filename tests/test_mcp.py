@@ -16,6 +16,7 @@ import threading
 
 import anyio
 import pytest
+from gitboard import TASKS
 from invariants import assert_sound, snapshot
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -375,3 +376,52 @@ def test_a_waiting_claim_leaves_the_server_answering(board_dir, run):
     assert order == ["got", "claimed"]
     assert not claimed.is_error and texts(claimed)[0]["owner"] == "agent-mcp"
     assert run.record(1)["owner"] == "agent-mcp"
+
+
+HELD = "were not pushed"  # the waiter's word for the code commits its sync leaves to the user
+
+
+def test_a_waiters_warning_reaches_the_caller_when_the_wait_ends_without_a_claim(fleet):
+    """b holds a code commit nobody reviewed and a board change the remote lacks: a waiting
+    task_claim syncs the board alone and warns that the commit was not pushed. When the
+    wait then ends without a claim (cat holds #4 on a throughout), the tool error carries
+    that warning after the error (a real `tasks mcp`), and `tasks call` prints it on stderr
+    before its error line, as the command line does; it was lost."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    (b.top / "app.py").write_text("print('not reviewed yet')\n")
+    b.git("add", "app.py")
+    b.git("commit", "-q", "-m", "code nobody reviewed")
+    code = b.git("rev-parse", "HEAD").stdout.strip()
+    env = {**fleet.env, "TASKS_OWNER": "bob"}
+    b.tasks("create", "Made on b")  # the waiter's first poll syncs the board alone
+
+    async def scenario():
+        async with stdio(None, env=env, cwd=b.top) as client:
+            return await client.call_tool("task_claim", {"taskId": 4, "wait": 5})
+
+    failed = run_async(scenario)
+    assert failed.is_error
+    error, *said = texts(failed)
+    assert error["error"]["code"] == "not_found" and "waited 5 s" in error["error"]["message"]
+    assert len(said) == 1 and HELD in said[0]["warning"] and code[:12] in said[0]["warning"], said
+    b.tasks("create", "Made on b again")  # the next waiter syncs the board alone again
+    call = {"name": "task_claim", "input": {"taskId": 4, "wait": 5}}
+    done = subprocess.run(
+        [*TASKS, "call"], cwd=b.top, env=env, input=json.dumps(call), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 3 and done.stdout == "", done
+    lines = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [list(line) for line in lines] == [["warning"], ["error"]], lines
+    assert HELD in lines[0]["warning"] and code[:12] in lines[0]["warning"]
+    shown = ["git", "--git-dir", str(fleet.remote), "cat-file", "-e", f"{code}^{{commit}}"]
+    assert subprocess.run(shown, env=fleet.env, capture_output=True).returncode != 0  # the code stayed on b
+    assert (
+        "Made on b again"
+        in subprocess.run(
+            ["git", "--git-dir", str(fleet.remote), "grep", "-h", "Made on b again", "main", "--", ".tasks"],
+            env=fleet.env,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )  # the board went

@@ -10,7 +10,9 @@ board is found per call: the call's `board` argument, else the server's --dir or
 TASKS_DIR, else discovery from its working folder. A result is the `--json` document
 as text, followed by the messages the command line prints on stderr (`unblocked`,
 warnings) as JSON lines; an error is a tool error whose text is the command line's
---json error line, `{"error": {"code", "message", "exit"}}`. The server offers tools
+--json error line, `{"error": {"code", "message", "exit"}}`, followed by the messages the
+call had to say besides (a waiting claim's warning of the code its syncs did not push,
+which the command line prints before its error line). The server offers tools
 and logging (no prompts, no resources): what became of a call the client cancelled after
 it started is told as a log message, at the level `logging/setLevel` asks for. Stdout is
 the protocol's wire: nothing else is ever printed there.
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
             stop: Stop | None = None,
         ) -> Reply: ...
         def tool_error(self, exc: TaskError) -> dict[str, Any]: ...
+        def error_events(self, exc: TaskError) -> list[tuple[str, Any]]: ...
 
 
 INSTALL = "pipx install --force '.[mcp]' in a clone, or pip install 'mcp>=2,<3' beside tasks"
@@ -281,8 +284,8 @@ def answer(
     whether it is an error. Never raises: a bug is an `internal` error, not a dead server."""
     try:
         reply = tools.dispatch(name, arguments, board_dir, caller, timeout, stop)
-    except TaskError as exc:
-        return [_json(tools.tool_error(exc))], True
+    except TaskError as exc:  # the error first, then what the call had to say besides (a waiter's warning)
+        return [_json(tools.tool_error(exc))] + [_json({key: value}) for key, value in tools.error_events(exc)], True
     except Exception as exc:  # a bug, or the file system failing under us: answer, keep serving
         error = {"code": "internal", "message": internal_text(exc), "exit": 1}
         return [_json({"error": error})], True

@@ -318,20 +318,36 @@ def _claim(board: Board, args: dict[str, Any], stop: Stop | None = None) -> Repl
     lease = lease_or_env(args.get("lease"))
     wait = args.get("wait", False)
     said: list[str] = []  # what the wait's syncs did not push (the branch's code), said once
-    if wait is False:
-        outcome = board.claim(args.get("taskId"), owner, lease)
-    else:
-        from ..git.sync import waiter
+    try:
+        if wait is False:
+            outcome = board.claim(args.get("taskId"), owner, lease)
+        else:
+            from ..git.sync import waiter
 
-        seconds = None if wait is True else wait
-        outcome = board.claim_wait(args.get("taskId"), owner, lease, seconds, stop, waiter(said.append))
-    if stop is not None and stop.is_set():  # won after the caller gave up: nobody would know it holds it
-        task = give_back(board, outcome, owner, stop.reason or "the call was given up")
-        kept = f"#{task}, claimed meanwhile, was given back" if task is not None else "nothing was taken"
-        raise NotFound(f"stopped waiting: {stop.reason}; {kept}", "stopped")
+            seconds = None if wait is True else wait
+            outcome = board.claim_wait(args.get("taskId"), owner, lease, seconds, stop, waiter(said.append))
+        if stop is not None and stop.is_set():  # won after the caller gave up: nobody would know it holds it
+            task = give_back(board, outcome, owner, stop.reason or "the call was given up")
+            kept = f"#{task}, claimed meanwhile, was given back" if task is not None else "nothing was taken"
+            raise NotFound(f"stopped waiting: {stop.reason}; {kept}", "stopped")
+    except TaskError as exc:  # a wait that ended without a claim still says what its syncs left here
+        if said:
+            exc.data[EVENTS] = [*(("warning", message) for message in said), *error_events(exc)]
+        raise
     reply = _only(_outcome_reply(outcome), args)
     reply.events[:0] = [("warning", message) for message in said]
     return reply
+
+
+EVENTS = "events"  # the key of a TaskError's data under which a failed call keeps its messages
+
+
+def error_events(exc: TaskError) -> list[tuple[str, Any]]:
+    """The messages a failed call carries besides its error, as (key, value) pairs: what
+    the command line would have printed on stderr before the error line (a waiter's
+    warning of the commits its sync did not push, when the wait ended without a claim)."""
+    events = exc.data.get(EVENTS)
+    return list(events) if isinstance(events, list) else []
 
 
 def give_back(board: Board, outcome: Outcome, owner: str, reason: str) -> int | None:

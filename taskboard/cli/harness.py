@@ -77,6 +77,8 @@ def call(inv: Invocation, tools: Tools) -> int:
         timeout = inv.timeout if inv.timeout is not None else env_timeout(DEFAULT_TIMEOUT)
         reply = tools.dispatch(name, arguments, inv.board_dir, tools.caller_from_env(inv.caller_flag), timeout)
     except TaskError as exc:
+        for key, value in tools.error_events(exc):  # a waiter's warning, before the error as the command line's
+            inv.event(key, value, "")
         return _fail(tools, exc)
     inv.data(reply.document)
     for key, value in reply.events:
