@@ -787,6 +787,93 @@ def test_forged_records_in_the_index_are_caught_when_decoded_and_the_index_writt
     )
 
 
+def _forge(path: Path, **columns) -> dict:
+    """Plant these values in the index's payload with a right checksum; the payload planted."""
+    import marshal
+    import zlib
+
+    head = len(cache.FORMAT) + 4
+    payload = marshal.loads(path.read_bytes()[head:])
+    payload.update(columns)
+    body = marshal.dumps(payload)
+    path.write_bytes(cache.FORMAT + zlib.crc32(body).to_bytes(4, "big") + body)
+    return payload
+
+
+def _claimed(board_dir: Path, owner: str) -> dict:
+    result = call(["--dir", str(board_dir), "claim", "--owner", owner, "--json"])
+    assert result["exit"] == 0, result
+    return json.loads(result["stdout"])
+
+
+def test_a_claim_decodes_no_record_but_those_it_tries(board_dir):
+    """`claim` picks its task from the index's columns in ready order, as `ready` does,
+    decodes only the records it tries (from their texts: here a task reserved for
+    someone else, then the one it takes) and confirms the one it takes from its file:
+    the records the index keeps as bytes are never decoded. Bytes planted there with a
+    right checksum show it: a decode would catch them and remove the index. So it is
+    when a file was edited by hand since (its entry read again). A command that needs
+    every record catches them."""
+    import marshal
+
+    tasks = [
+        record(1, owner="amy"),  # reserved for someone else
+        record(2, blocked_by=[3]),
+        record(3, status="in_progress", owner="amy", blocks=[2]),
+        record(4, metadata={"priority": 0}, owner="amy"),  # first in ready order, reserved: tried, passed over
+        record(5, metadata={"priority": 1, "due": "2026-03-01T00:00:00Z"}),
+        record(6, metadata={"priority": 1, "due": "2026-02-01T00:00:00Z"}),
+        record(7, metadata={"after": "2099-01-01T00:00:00Z", "priority": 0}),  # kept out until then
+        record(8),
+        record(9, status="completed"),
+    ]
+    write_board(board_dir, tasks)
+    path = cache_index(board_dir)
+    head = len(cache.FORMAT) + 4
+    planted = marshal.dumps(({"id": 1, "status": "pending"}, "x", None))
+    for edit, taken in ((False, 6), (True, 5)):
+        for _ in range(2):  # the index written, then with every entry kept (the oracle here knows no priorities)
+            settle()
+            listed = call(["--dir", str(board_dir), "list", "--json"])
+            assert json.loads(listed["stdout"]) == expected_answers(board_dir)[("list", "--json")], listed
+        _forge(path, records=planted)
+        if edit:  # in place: the folder is unchanged, the file's entry is read again
+            (board_dir / "task_8.json").write_text(json.dumps(record(8, subject="edited"), indent=2) + "\n")
+        got = _claimed(board_dir, "bob")
+        assert got == files_say(board_dir)[0][taken] and got["status"] == "in_progress" and got["owner"] == "bob"
+        assert marshal.loads(path.read_bytes()[head:])["records"] == planted, "the index's records were decoded"
+    result = call(["--dir", str(board_dir), "list"])  # plain text counts the states: the records are decoded
+    assert result["exit"] == 0 and result["stdout"] == expected_answers(board_dir)[("list",)], result
+    assert not path.exists() or marshal.loads(path.read_bytes()[head:])["records"] != planted
+    listed = call(["--dir", str(board_dir), "list", "--json"])
+    assert json.loads(listed["stdout"]) == expected_answers(board_dir)[("list", "--json")], listed
+    assert _claimed(board_dir, "bob")["id"] == 8
+
+
+@pytest.mark.parametrize("planted", ["not json", '{"id": 2, "status": "pending"}', '{"id": 1, "status": "completed"}'])
+def test_a_forged_text_of_the_task_a_claim_tries_is_caught(board_dir, planted):
+    """The one record a claim decodes comes from the index's text of it: a text that is
+    not that task as the columns tell it (planted with a right checksum) is caught, the
+    index removed (written again by the next command), and the claim still takes the
+    first ready task as its file says."""
+    write_board(board_dir, [record(1), record(2), record(3, status="completed")])
+    settle()
+    assert_reads_agree(board_dir)
+    settle()
+    assert_reads_agree(board_dir)
+    path = cache_index(board_dir)
+    head = len(cache.FORMAT) + 4
+    import marshal
+
+    texts = marshal.loads(path.read_bytes()[head:])["texts"].split("\n")
+    assert json.loads(texts[0])["id"] == 1, "the layout this test forges"
+    _forge(path, texts="\n".join([planted, *texts[1:]]))
+    got = _claimed(board_dir, "bob")
+    assert got == files_say(board_dir)[0][1] and got["owner"] == "bob"
+    assert not path.exists(), "the forged index was kept"
+    assert_reads_agree(board_dir)
+
+
 @pytest.fixture
 def open_folder():
     """A folder every user may enter (pytest's own are the owner's alone)."""

@@ -188,6 +188,52 @@ class Snapshot:
             self._open[task_id] = record
         self.open_text[task_id] = text
 
+    def _column(self, task_id: int) -> int | None:
+        """The position of a task in the held columns, when they still tell it; else None."""
+        columns = self.columns
+        if self._open is not None or columns is None or task_id in self._dropped:
+            return None
+        open_ids = columns["open_ids"]
+        at = bisect_left(open_ids, task_id)
+        return at if at < len(open_ids) and open_ids[at] == task_id else None
+
+    def open_status(self, task_id: int) -> str | None:
+        """The status of an open task; None when it is not open (or not readable). No
+        record is decoded for it."""
+        if self._open is not None:
+            record = self._open.get(task_id)
+            return None if record is None else record["status"]
+        record = self._fresh.get(task_id)
+        if record is not None:
+            return record["status"]
+        at = self._column(task_id)
+        return None if at is None else STATUS_OF[self.columns["open_kinds"][at]]  # type: ignore[index]
+
+    def open_record(self, task_id: int) -> Record:
+        """One open record (KeyError when the task is not open). While the records are the
+        index's bytes it is decoded alone, from its text (`claim` tries a few in ready
+        order); a text that is not the task the columns tell (a forged index) is caught:
+        the index is removed (written again by the next command) and the records decoded,
+        or read from their files (Snapshot.open)."""
+        if self._open is not None:
+            return self._open[task_id]
+        record = self._fresh.get(task_id)
+        if record is not None:
+            return record
+        at = self._column(task_id)
+        if at is None:
+            raise KeyError(task_id)
+        assert self.columns is not None and self._reader is not None
+        try:
+            record = loads(self.open_text[task_id])
+        except Exception:  # planted text with a right checksum
+            record = None
+        status = STATUS_OF[self.columns["open_kinds"][at]]
+        if type(record) is not dict or record.get("id") != task_id or record.get("status") != status:
+            self._reader[1]()  # the index is dropped: the next command lists the folder and writes it again
+            return self.open[task_id]
+        return record
+
     def open_facts(self) -> Iterable[tuple[int, str, tuple, int, str, str | None]]:
         """(id, status, blockers, priority, due time or `~`, after time or None) of each
         open task in id order: what `ready` decides and orders by (core.graph.ready_ids),
@@ -224,9 +270,9 @@ class Snapshot:
 
     def status(self, task_id: int) -> str | None:
         """The task's status; None when it is missing or unreadable."""
-        record = self.open.get(task_id)
-        if record is not None:
-            return record["status"]
+        found = self.open_status(task_id)
+        if found is not None:
+            return found
         if task_id in self.recent:
             return self.recent[task_id]
         at = bisect_left(self.ids, task_id)

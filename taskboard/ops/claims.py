@@ -19,7 +19,7 @@ import time
 
 from ..core import graph
 from ..core.errors import NotFound, Refused, UsageError
-from ..core.fields import OPEN, STUCK_AFTER, TIME_FORMAT, dumps, waits, when_of
+from ..core.fields import OPEN, STUCK_AFTER, TIME_FORMAT, dumps, now, waits, when_of
 from ..core.model import check_owner, ids_text, new_uid
 from ..core.outcome import Event, Note, Outcome
 from ..disk.state import (
@@ -58,9 +58,13 @@ class Runtime:
 
     def has(self, record: Record) -> bool:
         """Whether the task has runtime state at all (one listing of the folder, once)."""
+        return record.get("uid") in self.names()
+
+    def names(self) -> set[str]:
+        """The uids of the tasks that have runtime state (one listing of the folder, once)."""
         if self._names is None:
             self._names = self.state.names()
-        return record.get("uid") in self._names
+        return self._names
 
     def entry(self, record: Record) -> Entry:
         uid = record.get("uid")
@@ -298,7 +302,8 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
     may claim: pending and ready, or held by someone whose lease ran out. A task the
     owner failed itself comes only when nothing else does; a stuck one never. The cache
     (taskboard.index, checked against the files under this lock) names the candidates
-    without reading history; the one taken is confirmed from its own file and its
+    without reading history and without decoding the open records (_candidates); each
+    one tried is decoded alone, and the one taken is confirmed from its own file and its
     blockers' files. A damaged file in the way is skipped with a note."""
     from ..core.errors import Corrupt
     from ..disk.index import snapshot
@@ -307,14 +312,14 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
     view = _Cached(shot)
     fallback: Record | None = None
     candidates: list[Any] = [shot.damaged[task_id] for task_id in sorted(shot.damaged)]
-    candidates += sorted(shot.open.values(), key=graph.ready_order)
+    candidates += _candidates(shot, runtime)
     for known in candidates:
         try:
             if isinstance(known, Corrupt):
                 raise known  # readiness unknown, so not taken
-            if not offered(view, runtime, known, owner):  # type: ignore[arg-type]
+            if not offered(view, runtime, shot.open_record(known), owner):  # type: ignore[arg-type]
                 continue
-            record = change.get(known["id"])  # never trust the cache for a change
+            record = change.get(known)  # never trust the cache for a change
             if not offered(change, runtime, record, owner):
                 continue
         except Corrupt as exc:  # its file or a blocker's: go on
@@ -340,9 +345,31 @@ def _first_claimable(store: Store, change: Change, runtime: Runtime, owner: str,
     return fallback
 
 
+def _candidates(shot: Any, runtime: Runtime) -> list[int]:
+    """The open tasks `offered` could pass, in ready order, from what the index keeps of
+    them (Snapshot.open_facts, as `ready` decides: graph.ready_ids): the ready ones, and
+    where some task has runtime state, every task in progress too (a lease that ran out
+    hands it on). Every other open task is one `offered` refuses (blocked, kept out until
+    later, in progress without a lease), so it is not decoded to be refused."""
+    opened, damaged = shot.open_text, shot.damaged
+    ready = graph.ready_ids(shot.open_facts(), lambda task_id: task_id in opened or task_id in damaged, now())
+    if not runtime.names():
+        return ready
+    chosen = set(ready)
+    return [
+        task_id
+        for _priority, _due, task_id in sorted(
+            (priority, due, task_id)
+            for task_id, status, _blockers, priority, due, _after in shot.open_facts()
+            if task_id in chosen or status == "in_progress"
+        )
+    ]
+
+
 class _Cached:
-    """What refusal_of needs of a Change (a lookup of blockers), answered by a snapshot:
-    an unreadable blocker raises its damage as reading its file would."""
+    """What refusal_of needs of a Change (a lookup of blockers, whose status alone
+    counts), answered by a snapshot without decoding a record: an unreadable blocker
+    raises its damage as reading its file would."""
 
     def __init__(self, shot: Any):
         self.shot = shot
@@ -350,7 +377,8 @@ class _Cached:
     def lookup(self, task_id: int) -> Record | None:
         if task_id in self.shot.damaged:
             raise self.shot.damaged[task_id]
-        return self.shot.open.get(task_id)
+        status = self.shot.open_status(task_id)
+        return None if status is None else {"id": task_id, "status": status}
 
 
 def offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
