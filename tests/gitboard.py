@@ -151,6 +151,14 @@ class Machine:
             assert done.returncode == expect, (args, done.returncode, done.stdout, done.stderr)
         return done
 
+    def commit_file(self, name: str, text: str, message: str) -> str:
+        """`name` (at the top of the work tree) written with `text`, added and committed
+        with `message` by git alone (no `tasks`): the commit's id."""
+        (self.top / name).write_text(text)
+        self.git("add", name)
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD").stdout.strip()
+
     def spawn(self, *args: str, **env: str) -> subprocess.Popen:
         """`tasks ARGS` started, not waited on, in its own process group (a hook may kill
         the whole of it); `env` adds to the machine's environment."""

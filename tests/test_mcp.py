@@ -389,10 +389,7 @@ def test_a_waiters_warning_reaches_the_caller_when_the_wait_ends_without_a_claim
     before its error line, as the command line does; it was lost."""
     a, b = fleet.planned("a", "b")
     a.tasks("claim", "4", owner="cat")
-    (b.top / "app.py").write_text("print('not reviewed yet')\n")
-    b.git("add", "app.py")
-    b.git("commit", "-q", "-m", "code nobody reviewed")
-    code = b.git("rev-parse", "HEAD").stdout.strip()
+    code = b.commit_file("app.py", "print('not reviewed yet')\n", "code nobody reviewed")
     env = {**fleet.env, "TASKS_OWNER": "bob"}
     b.tasks("create", "Made on b")  # the waiter's first poll syncs the board alone
 

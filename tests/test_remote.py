@@ -450,9 +450,7 @@ def test_clones_of_an_empty_remote_each_with_a_board_sync_into_one(fleet):
     # a history of the user's own that has nothing to do with the remote's is not joined by sync
     d = Machine(fleet.root / "d", fleet.env)
     subprocess.run(["git", "init", "-q", str(d.top)], env=fleet.env, check=True)
-    (d.top / "mine.txt").write_text("my project\n")
-    d.git("add", "mine.txt")
-    d.git("commit", "-q", "-m", "my own project")
+    d.commit_file("mine.txt", "my project\n", "my own project")
     d.git("remote", "add", "origin", str(fleet.remote))
     d.tasks("init")
     refused = d.tasks("sync", expect=4)

@@ -192,10 +192,7 @@ def test_a_waiters_sync_pushes_the_board_but_never_the_users_code_commits(fleet)
     a.tasks("claim", "1", owner="amy")
     a.tasks("claim", "4", owner="cat")
     b.tasks("sync")
-    (b.top / "app.py").write_text("print('not reviewed yet')\n")
-    b.git("add", "app.py")
-    b.git("commit", "-q", "-m", "code nobody reviewed")
-    code = b.git("rev-parse", "HEAD").stdout.strip()
+    code = b.commit_file("app.py", "print('not reviewed yet')\n", "code nobody reviewed")
     waiting_b = b.spawn("claim", "--wait", "60", "--json", TASKS_OWNER="bob")  # #2 waits on #1
     a.tasks("done", "1", owner="amy")
     a.tasks("sync")
@@ -252,20 +249,23 @@ def go_on(fifo) -> None:
         f.write(b"go")
 
 
+def lib_changed_on_the_remote(a: Machine, b: Machine, first: str, second: str) -> None:
+    """lib.py committed on a as `first` and synced to both clones, then changed on a to
+    `second` and synced: b has not seen the change."""
+    a.commit_file("lib.py", first, "lib")
+    a.tasks("sync")
+    b.tasks("sync")
+    a.commit_file("lib.py", second, "lib changed")
+    a.tasks("sync")
+
+
 def test_a_waiter_never_pushes_a_merge_that_threw_the_remotes_code_away(fleet, tmp_path):
     """b merged the remote's change to lib.py keeping its own version (`merge -s ours`):
     no commit of b changes lib.py by itself (the merge equals its first parent), yet
     pushing b's branch would undo a's change on the remote. The waiter pushes the board
     alone and names the merge."""
     a, b = fleet.planned("a", "b")
-    (a.top / "lib.py").write_text("v1\n")
-    a.git("add", "lib.py")
-    a.git("commit", "-q", "-m", "lib v1")
-    a.tasks("sync")
-    b.tasks("sync")
-    (a.top / "lib.py").write_text("v2\n")
-    a.git("commit", "-q", "-am", "lib v2")
-    a.tasks("sync")
+    lib_changed_on_the_remote(a, b, "v1\n", "v2\n")
     a.tasks("claim", "4", owner="cat")
     b.git("fetch", "-q", "origin")
     b.git("merge", "-q", "-s", "ours", "origin/main", "-m", "keep-mine")
@@ -292,9 +292,7 @@ def test_a_waiter_on_a_branch_the_remote_no_longer_has_pushes_nothing_and_says_n
     pushed nothing at all."""
     a, b = fleet.planned("a", "b")
     b.git("checkout", "-q", "-b", "feature")
-    (b.top / "app.py").write_text("print('not reviewed yet')\n")
-    b.git("add", "app.py")
-    b.git("commit", "-q", "-m", "code nobody reviewed")
+    b.commit_file("app.py", "print('not reviewed yet')\n", "code nobody reviewed")
     b.git("push", "-q", "-u", "origin", "feature")
     a.git("push", "-q", "origin", "--delete", "feature")  # b's origin/feature is left as it was
     a.tasks("claim", "4", owner="cat")
@@ -316,18 +314,9 @@ def test_a_waiters_warning_names_only_commits_left_on_the_branch(fleet, tmp_path
     the two differs from both parents outside the board, but it is not kept (the branch
     joins the board pushed alone instead): the warning names b's commit alone."""
     a, b = fleet.planned("a", "b")
-    (a.top / "lib.py").write_text("one\ntwo\nthree\nfour\nfive\n")
-    a.git("add", "lib.py")
-    a.git("commit", "-q", "-m", "lib")
-    a.tasks("sync")
-    b.tasks("sync")
-    (a.top / "lib.py").write_text("one\ntwo\nthree\nfour\nFIVE\n")
-    a.git("commit", "-q", "-am", "lib: five")
-    a.tasks("sync")
+    lib_changed_on_the_remote(a, b, "one\ntwo\nthree\nfour\nfive\n", "one\ntwo\nthree\nfour\nFIVE\n")
     a.tasks("claim", "4", owner="cat")
-    (b.top / "lib.py").write_text("ONE\ntwo\nthree\nfour\nfive\n")
-    b.git("commit", "-q", "-am", "lib: one")
-    code = b.git("rev-parse", "HEAD").stdout.strip()
+    code = b.commit_file("lib.py", "ONE\ntwo\nthree\nfour\nfive\n", "lib: one")
     b.tasks("create", "Made on b, not pushed")
     fifo = tmp_path / "hold"
     waiting = held_until_pushed(b, fifo, "claim", "4", "--wait", "60", "--json", TASKS_OWNER="bob")
@@ -376,10 +365,7 @@ def test_a_waiters_sync_that_pushes_the_board_alone_renumbers_once_even_when_kil
     renumbering and all (an id that reached the remote never moves), journaled once."""
     a, b = fleet.planned("a", "b")
     b.tasks("sync")
-    (b.top / "app.py").write_text("print('not reviewed yet')\n")
-    b.git("add", "app.py")
-    b.git("commit", "-q", "-m", "code nobody reviewed")
-    code = b.git("rev-parse", "HEAD").stdout.strip()
+    code = b.commit_file("app.py", "print('not reviewed yet')\n", "code nobody reviewed")
     b.tasks("create", "Made on b first, not pushed")  # #5 on b
     a.tasks("create", "Pushed from a")  # #5 on a
     a.tasks("sync")

@@ -65,6 +65,7 @@ LOCK = f"{PREFIX}.lock"  # one sync of a work tree at a time
 MARKER = f"{PREFIX}.json"  # a landing under way: {"from", "to", "snapshot"}
 TAG = b"taskboard sync: a lock of the index taken by tasks sync\n"  # in an index.lock it took
 ZERO = "0" * 40
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
 
 
 class Synced:
@@ -164,41 +165,39 @@ def _exchange(
         result.attempts = attempt
         remote_head = _fetch(git, name, merge_ref, tracking)
         target, notes = plumbing.combine(commit, remote_head, name, tracking)
-        result.merged = target not in (commit, remote_head)
-        if result.merged and target is not None:
-            result.committed.append(target)
+        merged = target not in (commit, remote_head)
         _stop("merged")
         if target is None or target == remote_head:
-            result.notes += notes
-            return target
+            return _settled(result, target, merged, notes)
         sent = _to_send(plumbing, target, remote_head, result) if board_only else target
         if sent is None or sent == remote_head:  # the remote has the board already; nothing else may go
-            result.notes += notes
-            return target
+            return _settled(result, target, merged, notes)
         pushed = git.run("push", "--porcelain", "--no-verify", name, f"{sent}:{merge_ref}", network=True)
         flag = _push_flag(pushed, merge_ref)
         if flag is None:
             raise Busy(f"the remote {name} cannot be reached: {failure(pushed)}", "remote-unreachable", remote=name)
         if flag != "!":
             result.pushed = True
-            result.notes += notes
             if sent != target:  # the board went alone: this branch joins it (its own merge, if any, is not kept)
-                joined = plumbing.join(commit or target, target, sent, name)
-                if result.merged:  # the merge made above is not kept (on no branch, not to name): this one is
-                    result.committed.pop()
+                if merged:  # on no branch, so not to name
                     result.held = [held for held in result.held if held != target]
-                target = joined
-                result.committed.append(target)
-                result.merged = True
+                target, merged = plumbing.join(commit or target, target, sent, name), True
             _stop("pushed")
-            return target
-        if result.merged:
-            result.committed.pop()
-        result.merged = False
+            return _settled(result, target, merged, notes)
         moved = git.run("ls-remote", name, merge_ref, network=True).stdout.decode().split()
         if (moved[0] if moved else None) == remote_head:  # not a race: the remote refuses this push
             raise Refused(f"{name} refused the push: {failure(pushed)}", "push-refused", remote=name)
     raise Busy(f"{name} kept moving: {ATTEMPTS} pushes were refused; sync again", "remote-moving", remote=name)
+
+
+def _settled(result: Synced, target: str | None, merged: bool, notes: list[str]) -> str | None:
+    """The commit a sync lands, recorded in `result`: the merge it made (or the join of the
+    board pushed alone), if any, among the commits it made, and what the merge had to say."""
+    result.merged = merged
+    if merged and target is not None:
+        result.committed.append(target)
+    result.notes += notes
+    return target
 
 
 def _fetch(git: Git, name: str, merge_ref: str, tracking: str) -> str | None:
@@ -331,9 +330,14 @@ class _Plumbing:
         tree = self.git.out("write-tree", env=self.env())
         if old is not None and tree == self.git.out("rev-parse", f"{old}^{{tree}}"):
             return old
-        done = self.git.run("commit-tree", tree, *(["-p", old] if old else []), "-m", MESSAGE)
+        return self._commit(tree, [old] if old else [], MESSAGE)
+
+    def _commit(self, tree: str, parents: list[str], message: str, what: str = "the board") -> str:
+        """A new commit of `tree` on `parents` (git commit-tree: no hook, no index); a usage
+        error naming `what` when git cannot make it."""
+        done = self.git.run("commit-tree", tree, *(flag for p in parents for flag in ("-p", p)), "-m", message)
         if done.returncode != 0:
-            raise UsageError(f"cannot commit the board: {failure(done)}", "commit-failed")
+            raise UsageError(f"cannot commit {what}: {failure(done)}", "commit-failed")
         return done.stdout.decode().strip()
 
     # -- the merge ---------------------------------------------------------------------------
@@ -403,20 +407,12 @@ class _Plumbing:
         tree = self.git.out("write-tree", env=self.env())
         if tree == self.git.out("rev-parse", f"{remote}^{{tree}}"):
             return remote
-        done = self.git.run("commit-tree", tree, "-p", remote, "-m", BOARD_ONLY)
-        if done.returncode != 0:
-            raise UsageError(f"cannot commit the board: {failure(done)}", "commit-failed")
-        return done.stdout.decode().strip()
+        return self._commit(tree, [remote], BOARD_ONLY)
 
     def join(self, ours: str, target: str, sent: str, name: str) -> str:
         """This branch (`ours`) merged with `sent` (the remote's branch with the board
         pushed alone): `target`'s tree, the merge of `ours` and the remote already made."""
-        done = self.git.run(
-            "commit-tree", f"{target}^{{tree}}", "-p", ours, "-p", sent, "-m", f"tasks: merge {name}'s board"
-        )
-        if done.returncode != 0:
-            raise UsageError(f"cannot commit the merge: {failure(done)}", "commit-failed")
-        return done.stdout.decode().strip()
+        return self._commit(f"{target}^{{tree}}", [ours, sent], f"tasks: merge {name}'s board", "the merge")
 
     def _ancestor(self, older: str, newer: str) -> bool:
         return self.git.run("merge-base", "--is-ancestor", older, newer).returncode == 0
@@ -438,10 +434,7 @@ class _Plumbing:
         shelf = self.trees.archived
         folded = gitwire.fold_archived(shelf.get(base or "", set()), shelf[ours], shelf[theirs], exact.records.values())
         tree = self._with_board(tree, exact, base, ours, theirs, gitwire.stays_archived(exact.records, folded))
-        merged = self.git.run("commit-tree", tree, "-p", ours, "-p", theirs, "-m", f"tasks: merge {name}'s board")
-        if merged.returncode != 0:
-            raise UsageError(f"cannot commit the merge: {failure(merged)}", "commit-failed")
-        target = merged.stdout.decode().strip()
+        target = self._commit(tree, [ours, theirs], f"tasks: merge {name}'s board", "the merge")
         self._outside_clean(ours, target)
         notes = [
             f"#{old} became #{new} (uid {uid}): both branches had created a #{old}" for uid, old, new in exact.moved
@@ -595,10 +588,8 @@ class _Plumbing:
         if not changed:
             return
         paths = [path for _status, path in changed]
-        dirty = self.git.run("diff", "--name-only", old or "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "--", *paths)
-        staged = self.git.run(
-            "diff", "--cached", "--name-only", old or "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "--", *paths
-        )
+        dirty = self.git.run("diff", "--name-only", old or EMPTY_TREE, "--", *paths)
+        staged = self.git.run("diff", "--cached", "--name-only", old or EMPTY_TREE, "--", *paths)
         untracked = [p for s, p in changed if s == "A" and os.path.lexists(self.repo.top / p)]
         local = set(dirty.stdout.decode().split()) | set(staged.stdout.decode().split()) | set(untracked)
         if local:
@@ -610,14 +601,13 @@ class _Plumbing:
 
     def _outside(self, old: str | None, new: str) -> list[tuple[str, str]]:
         """(status, path) of the files outside the board that differ between two commits."""
-        empty = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree
         done = self.git.run(
             "diff-tree",
             "-r",
             "-z",
             "--no-renames",
             "--name-status",
-            old or empty,
+            old or EMPTY_TREE,
             new,
             "--",
             ".",
