@@ -8,6 +8,7 @@ cache write killed at any instant leaves a cache that is either right or rebuilt
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import random
 import shutil
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -446,6 +448,17 @@ def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows
     _by_hand(board_dir, 8, "by rename", status="deleted")
     assert call(["--dir", str(board_dir), "update", "2", "--subject", "through tasks"])["exit"] == 0
     assert _read_lists_the_board(board_dir, "ready", "--json")  # the writer could not follow the hand's rename
+    assert not _read_lists_the_board(board_dir)
+    listing = board_dir / ".cache" / cache.LISTING_NAME
+    assert listing.exists(), "the listing a reader parsed is kept for the next one (cache.known_listing)"
+    for junk in (5, ("one part",), ("a", 5), b"\xff\x00"):  # no memo: parsed again, never a crash
+        body = junk if isinstance(junk, bytes) else marshal.dumps(junk)
+        listing.write_bytes(cache.FORMAT + zlib.crc32(body).to_bytes(4, "big") + body)
+        _by_hand(board_dir, 10, "by rename", subject=f"renamed over junk {junk!r}")
+        assert _read_lists_the_board(board_dir, "ready", "--json")
+        assert not _read_lists_the_board(board_dir)
+    (board_dir / "task_31.json").write_text(json.dumps(record(31), indent=2) + "\n")  # the memo no longer holds
+    assert _read_lists_the_board(board_dir, "ready", "--json")
     assert not _read_lists_the_board(board_dir)
 
 

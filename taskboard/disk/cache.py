@@ -180,6 +180,32 @@ def fine_grained(folder: int) -> bool:
     return True
 
 
+# -- the board folder's last listing, for the next reader that lists it -------------------------
+
+LISTING_NAME = "listing"
+
+
+def known_listing(root: str) -> tuple[str, str] | None:
+    """A listing of the board folder as a reader last saw it (its names joined by
+    newlines, in the folder's own order) and the task file names it holds, in id order
+    (joined likewise): a memo of what parsing that listing gives (taskboard.disk.index
+    ._listed). A folder listed again in the same order after a file was renamed over a
+    task file (ext4 keeps a name's place) is then matched in one comparison of strings
+    instead of two sets of 100 000 names."""
+    found = Cache(root)._load(LISTING_NAME)
+    if type(found) is not tuple or len(found) != 2 or not all(type(part) is str for part in found):
+        return None
+    return found
+
+
+def remember_listing(root: str, listing: str, names: str) -> None:
+    """Keep a listing and its task file names (known_listing). Written as the files
+    only changes under the write lock write are (no flush of the file's blocks on
+    rename): readers that write it at once each write a true memo, and one found missing
+    costs the next reader the parse it saves."""
+    Cache(root).save(LISTING_NAME, marshal.dumps((listing, names)), locked=True)
+
+
 # -- the cache folder ------------------------------------------------------------------------
 
 
