@@ -460,6 +460,17 @@ def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows
     (board_dir / "task_31.json").write_text(json.dumps(record(31), indent=2) + "\n")  # the memo no longer holds
     assert _read_lists_the_board(board_dir, "ready", "--json")
     assert not _read_lists_the_board(board_dir)
+    away = board_dir.parent / "away.json"  # renamed away, edited there, renamed back: the same listing
+    os.replace(board_dir / "task_11.json", away)
+    away.write_text(json.dumps({**json.loads(away.read_text()), "subject": "edited away"}, indent=2) + "\n")
+    os.replace(away, board_dir / "task_11.json")
+    assert _read_lists_the_board(board_dir, "ready", "--json")
+    assert not _read_lists_the_board(board_dir)
+    fifo = board_dir / ".task_12.json.tmp"  # a FIFO renamed over a task file: damage, named by every read
+    os.mkfifo(fifo)
+    os.replace(fifo, board_dir / "task_12.json")
+    assert_reads_agree(board_dir)
+    assert_reads_agree(board_dir)
 
 
 def test_a_file_copied_in_while_a_writer_moves_its_files_is_seen(board_dir, witnessed):
