@@ -856,8 +856,10 @@ class Store:
             self._last = None
             self.seen = {}
             os.close(fd)  # closing drops the flock: what follows is no other writer's wait
-            self._end_witness()  # closing an inotify watch waits for the kernel (~10 ms)
-            self._settle()
+            try:
+                self._settle()
+            finally:
+                self._end_witness()  # last: the watch retired meanwhile (Witness.retire), its close is quick
 
     # -- what a change put in place, for the next reader (taskboard.disk.cache.record_moves)
 
@@ -904,6 +906,8 @@ class Store:
             seen = witness.names()
         except OSError:
             return
+        finally:
+            witness.retire()  # the change is counted: its watch retires while the rest is done
         if seen is not None and sorted(seen) == sorted(moves[1]):
             record_moves(self.path, moves[0], after, moves[1], self._vouched)
 
