@@ -562,6 +562,94 @@ def test_a_release_elsewhere_ends_the_claim_this_board_wrote_later_without_a_clo
     assert a.json("check")["ok"] is True and b.json("check")["ok"] is True
 
 
+def ref_of(fleet: Fleet, task: int) -> list[tuple[str, str]]:
+    return [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == task]
+
+
+def test_a_claim_that_trusts_a_stale_tracking_ref_is_won_on_the_remote(fleet):
+    """cat (one name in two clones) claims #4 on a; b fetches the claim refs; cat gives #4
+    back on a; cat claims #4 on b. b's tracking ref still says cat holds it: the claim must
+    be won on the remote, not taken from that stale ref (it was, and then counted as one
+    the remote bore, so bob's waiter took #4 from cat at once)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    b.tasks("sync")  # b's tracking ref: claimed by cat; b's board: pending (a did not sync)
+    a.tasks("release", "4", owner="cat")
+    b.tasks("claim", "4", owner="cat")
+    assert ref_of(fleet, 4) == [("claimed", "cat")]
+    code, _out, err = waiter(b, "bob", "4", "--wait", "3")
+    assert code == 3, err
+    assert ref_of(fleet, 4) == [("claimed", "cat")]
+
+
+def test_an_update_to_in_progress_is_confirmed_on_the_remote_and_ended_by_a_release_elsewhere(fleet):
+    """b sets #4 in progress for cat while b's tracking ref already says cat holds it: the
+    claim is confirmed on the remote, so cat's release on a ends it, and b's sync does not
+    push cat's claim back over that release (it did)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    b.tasks("sync")
+    b.tasks("update", "4", "--status", "in_progress", "--owner", "cat", owner="cat")
+    a.tasks("release", "4", owner="cat")  # a does not sync its board
+    b.tasks("sync")
+    assert ref_of(fleet, 4) == [("released", "")]
+    assert b.json("check")["ok"] is True
+
+
+def forget_marks(machine: Machine) -> None:
+    """What a kill -9 between a claim and its mark leaves, or a claim made before marks
+    were kept: the runtime state's claims without their mark (`ref`)."""
+    for path in (machine.top / ".git" / "tasks").rglob("*.json"):
+        document = json.loads(path.read_text())
+        if isinstance(document, dict) and isinstance(document.get("claim"), dict):
+            assert document["claim"].pop("ref", None), path
+            path.write_text(json.dumps(document))
+
+
+def test_a_claim_left_unmarked_is_marked_by_the_next_sync_and_ended_by_a_release_elsewhere(fleet):
+    """cat's claim on a bore its ref but lost its mark: a's sync finds the remote bearing
+    it and marks it, so a release made on b afterwards ends it, and a's next sync does not
+    push cat's claim back over it (it did)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    forget_marks(a)
+    a.tasks("sync")
+    b.tasks("sync")
+    b.tasks("release", "4", owner="cat")  # b does not sync its board
+    a.tasks("sync")
+    assert ref_of(fleet, 4) == [("released", "")]
+    assert a.json("check")["ok"] is True
+
+
+def test_a_release_of_this_clone_killed_before_its_file_is_reported_and_put_back(fleet):
+    """`release` moved the ref first and was killed before it wrote the file (the ref moved
+    from this clone, the file still says cat holds #4): check reports it, and check --fix
+    puts the ref back, as for a change that did not happen (it said nothing, for good)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    uid = a.records()[4]["uid"]
+    clone = json.loads(next((a.top / ".git" / "tasks").rglob(".remote")).read_text())["clone"]
+    made = "\n".join(
+        [
+            "import sys",
+            "from taskboard.git import claimrefs",
+            f"sys.stdout.buffer.write(claimrefs.document({uid!r}, 4, '', 'released', {clone!r}))",
+        ]
+    )
+    data = subprocess.run([sys.executable, "-c", made], cwd=a.top, env=a.env, capture_output=True, check=True).stdout
+    blob = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"], cwd=a.top, env=a.env, input=data, capture_output=True, check=True
+    ).stdout.decode()
+    a.git("push", "-q", "--force", "origin", f"{blob.strip()}:refs/tasks/claims/{uid}")
+    a.git("fetch", "-q", "origin")
+    report = a.json("check", expect=6)
+    assert [(p["task"], p["rule"]) for p in report["problems"]] == [(4, "claim-ref")], report
+    assert a.json("check", "--fix")["ok"] is True
+    assert ref_of(fleet, 4) == [("claimed", "cat")]
+    b.tasks("claim", "4", owner="bob", expect=4)
+
+
 def test_a_plain_git_fetch_is_enough_for_ready_to_leave_out_a_task_claimed_elsewhere(fleet):
     # init configured the fetch refspec for claim refs: what a fetch brings, ready uses
     _, b, c = fleet.planned("a", "b", "c")

@@ -253,7 +253,7 @@ def ended_elsewhere(store: Store) -> bool:
 
     config = config_of(store)
     mirror = read_mirror(config) if config is not None else {}
-    if not mirror:
+    if config is None or not mirror:
         return False
     records, _damaged = store.read_all()
     runtime = None
@@ -265,31 +265,40 @@ def ended_elsewhere(store: Store) -> bool:
             return True
         if doc.get("state") == "released" and record["status"] == "in_progress":
             runtime = runtime or claims.Runtime(claims.state_of(store))
-            if _ended(record, doc, runtime.entry(record)):
+            if _ended(record, doc, runtime.entry(record), config):
                 return True
     return False
 
 
-def _ended(record: Record, doc: dict, entry: Any) -> bool:
+def _ended(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     """Whether the claim ref's document `doc` ended the claim this board's record shows
-    (in progress, held by its owner): the ref says given back or completed, and the claim
-    is not one this clone made without its ref ever bearing it (`claim --offline`, a ref
-    that lagged), which came after what the ref says. A claim made elsewhere reached this
-    board by a merge; one this clone made is marked when it wins its ref (`_mark_won`).
-    Decided by what the ref and this clone hold, never by whose clock wrote later: the
-    board's file may be written after the release (a merge with a later edit made here)
-    and still hold the claim the release ended."""
-    if doc.get("state") not in ("released", "done"):
+    (in progress, held by its owner): the ref says given back or completed by another
+    clone, and the claim is not one this clone made that the remote was never seen to
+    bear (`claim --offline`, a ref that lagged), which came after what the ref says. A
+    claim made elsewhere reached this board by a merge; one this clone made is marked
+    once the remote bears it (`_mark_won`: after its push, or a fetch that found it
+    there). Decided by what the ref and this clone hold, never by whose clock wrote
+    later: the board's file may be written after the release (a merge with a later edit
+    made here) and still hold the claim the release ended. A release or completion this
+    clone pushed while its file says the claim holds is a change of this clone's that
+    did not write its file (a kill in between): not an end, and `check --fix` puts the
+    ref back, as a change that did not happen does. A damaged runtime entry leaves what
+    this clone made unknown: the clocks decide, as before."""
+    if doc.get("state") not in ("released", "done") or doc.get("clone") == config.clone:
         return False
+    if entry.damaged:
+        return _number(doc.get("at")) and bool(doc["at"] >= _updated(record))
     claim = entry.claim  # this clone's runtime state of the task (taskboard.disk.state.Entry)
     made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
     return not made_here or bool(claim.get("ref"))
 
 
 def _mark_won(store: Store, uid: str, owner: str, sha: str | None) -> None:
-    """The claim this clone holds for `owner` bears its claim ref (`sha`): marked in the
+    """The remote bears the claim this clone holds for `owner` (its ref is `sha`, pushed or
+    just fetched: never what a tracking ref said, which may be stale): marked in the
     runtime state, so that a release or completion the ref says later ends it (_ended).
-    Best effort: an unmarked claim counts as one the ref lags behind, as before."""
+    Best effort: an unmarked claim counts as one the ref lags behind, as before, until a
+    sync or `check --fix` finds the remote bearing it (_heal_marks)."""
     from ..ops.claims import state_of
 
     state = state_of(store)
@@ -586,7 +595,7 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
         and not _live(doc, time.time())
     ):
         return doc
-    if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record)):
+    if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record), config):
         return doc
     return None
 
@@ -697,9 +706,9 @@ def _win(git: Git, config: Config, record: Record, owner: str, lease: float | No
             )
         doc = seen.doc
         if doc is not None and (live(doc) or doc["state"] == "done"):
-            if doc["state"] == "claimed" and doc["owner"] == owner:
+            if doc["state"] == "claimed" and doc["owner"] == owner and fresh:
                 return seen.sha or "", seen.sha  # already this owner's (a claimer stopped before writing the task)
-            if not fresh:
+            if not fresh:  # what this clone last saw may be stale: the remote says
                 seen, fresh = fetch_one(git, config, uid), True
                 continue
             return doc
@@ -787,7 +796,8 @@ def guard(board: RefDesk, change: Any, moved: list[Record]) -> tuple[list[Note],
         if board.moved_refs.get(record["uid"]) in (_claim_of(record), "behind"):
             continue
         found = seen[record["uid"]]
-        if not found.garbage and _verdict(found, found.sha, record, holder, change.forced, False) is None:
+        agrees = not found.garbage and _verdict(found, found.sha, record, holder, change.forced, False) is None
+        if agrees and wanted(record) != "claimed":  # a claim is confirmed on the remote first: this may be stale
             continue
         moves.append((dict(record), holder, bool(change.forced)))
     if moves:
@@ -854,6 +864,8 @@ def move_first(board: RefDesk, moves: list[tuple[Record, str, bool]]) -> None:
         uid = record["uid"]
         try:
             seen = known(git, config, [uid])[uid]
+            if wanted(record) == "claimed" and _verdict(seen, seen.sha, record, holder, forced, False) is None:
+                seen = fetch_one(git, config, uid)  # what this clone last saw may be stale: the remote says
             swapped = _swap(git, config, board, record, seen, holder, forced)
         except Refused as exc:
             if exc.reason != "claim-ref-garbage":
@@ -871,7 +883,8 @@ def move_first(board: RefDesk, moves: list[tuple[Record, str, bool]]) -> None:
 
 
 def _mark_moved(board: RefDesk) -> None:
-    """After a change whose claim refs moved first: each claim it made bears its ref (_mark_won)."""
+    """After a change whose claim refs moved first (or were found on the remote as it
+    wanted them): each claim it made bears its ref (_mark_won)."""
     ours = {uid: new for uid, new, _previous in board.ref_undo}
     for uid, moved in (board.moved_refs or {}).items():
         if isinstance(moved, tuple) and moved[0] == "claimed":
@@ -1124,6 +1137,8 @@ def check_problems(board: Desk[Store], fix: bool = False) -> list[Problem]:
     refs = all_known(git, config)
     records, _damaged = board.store.read_all()
     by_uid = {r["uid"]: r for r in records if isinstance(r.get("uid"), str)}
+    if fix:
+        _heal_marks(board.store, refs, by_uid)
     problems = []
     for uid, seen in sorted(refs.items()):
         problem = _judge(board, git, config, seen, by_uid.get(uid), fix)
@@ -1141,6 +1156,24 @@ def check_problems(board: Desk[Store], fix: bool = False) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _heal_marks(store: Store, refs: dict[str, Known], by_uid: dict[str, Record]) -> None:
+    """Just after a fetch of every claim ref: a claim this clone made that the remote
+    bears, and that is not marked so (a kill before its mark, a claim made before marks
+    were kept, a renewal in another worktree), is marked now (_mark_won)."""
+    from ..ops import claims
+
+    runtime = claims.Runtime(claims.state_of(store))
+    for uid, seen in refs.items():
+        record, doc = by_uid.get(uid), seen.doc
+        if record is None or doc is None or record["status"] != "in_progress" or not record["owner"]:
+            continue
+        if doc["state"] != "claimed" or doc["owner"] != record["owner"]:
+            continue
+        claim = runtime.entry(record).claim
+        if isinstance(claim, dict) and claim.get("owner") == record["owner"] and not claim.get("ref"):
+            _mark_won(store, uid, record["owner"], seen.sha)
 
 
 def _judge(
@@ -1204,7 +1237,7 @@ def _disagreement(
             "one of them must give it back",
         )
     # a claim shown here that ended elsewhere is no disagreement: the ref decides, and a sync brings the board
-    if held and not _ended(record, doc, claims.Runtime(claims.state_of(board.store)).entry(record)):
+    if held and not _ended(record, doc, claims.Runtime(claims.state_of(board.store)).entry(record), config):
         message = f"#{record['id']} is held by {record['owner']} here but {where} does not say so"
         return push_fix(message, record["owner"], True)  # a claim of another that holds was named above
     return None
