@@ -410,13 +410,13 @@ def _index_key(board: Path) -> tuple[int, int]:
 
 def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows_it(board_dir, witnessed, monkeypatch):
     """A file renamed over a task file by hand (an editor's save) changes the board
-    folder: the next read lists it, and where writing the whole index costs more than
-    reading a few files again (a large board: index.SAVE_PER, here made so for a small
-    one) it records that step (cache.record_moves) instead of writing the index. The
-    read after follows the step without listing and reads the renamed file again; every
-    answer is what the files say, through more renames, edits in place, a swap file left
-    behind, files aging, and files added and removed by hand (listed again)."""
-    monkeypatch.setattr(index, "SAVE_PER", 0)  # a save is never worth it: only the steps carry the index
+    folder: the next read lists it and records that step (cache.record_moves) instead
+    of writing the index. The read after follows the step without listing and reads the
+    renamed file again; once that file is old enough to keep, it writes the index, once.
+    Every answer is what the files say, through more renames, edits in place, a swap
+    file left behind, files aging, files added and removed by hand (listed again), a
+    file renamed away and back, and a FIFO renamed over a task file."""
+    monkeypatch.setattr(index, "SAVE_PER", 0)  # the writers' steps alone never make a read write the index
     write_board(board_dir, [record(i, blocked_by=[i - 1] if i % 4 == 0 else []) for i in range(1, 13)])
     settle()
     assert _read_lists_the_board(board_dir, "ready", "--json")  # no index yet
@@ -427,8 +427,12 @@ def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows
     assert _index_key(board_dir) == saved, "the whole index was written again for one renamed file"
     assert (board_dir / ".cache" / cache.MOVES_NAME).exists()
     assert not _read_lists_the_board(board_dir), "the read after the rename listed the folder again"
-    settle()  # the renamed file ages: still read again from the step, and right
+    settle()  # the renamed file ages: the read that follows the step keeps it and writes the index, once
+    assert not _read_lists_the_board(board_dir, "ready", "--json")
+    assert _index_key(board_dir) != saved, "a hand edit's file old enough to keep, and the index not written"
+    saved = _index_key(board_dir)
     assert not _read_lists_the_board(board_dir)
+    assert _index_key(board_dir) == saved
     _by_hand(board_dir, 5, "by rename", subject="renamed again")
     _by_hand(board_dir, 7, "in place", status="in_progress", owner="eve")
     assert _read_lists_the_board(board_dir, "list", "--json")
@@ -437,7 +441,6 @@ def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows
     assert _read_lists_the_board(board_dir, "ready", "--json")
     _by_hand(board_dir, 9, "in place", subject="edited while the swap file is there")
     assert not _read_lists_the_board(board_dir)
-    assert _index_key(board_dir) == saved
     (board_dir / "task_30.json").write_text(json.dumps(record(30), indent=2) + "\n")  # a file added by hand
     assert _read_lists_the_board(board_dir, "ready", "--json")
     assert not _read_lists_the_board(board_dir)

@@ -401,11 +401,11 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
     """Fill `shot` from the old index and the files; True when the index should be saved.
     `trusted`: a ctime before this is old enough that a later change gets another."""
     old = old or _EMPTY
-    steps = 0
+    steps, by_hand = 0, False
     if old["folder"] is not None and shot.folder_key is not None and old["folder"] != shot.folder_key:
         followed = _followed(store, old, shot.folder_key)
         if followed is not None:
-            old, steps = followed
+            old, steps, by_hand = followed
     if old["folder"] is not None and old["folder"] == shot.folder_key:
         names, lstat = old["names"], os.lstat
         try:  # the floor: one lstat per task file, keeping nothing but its ctime
@@ -426,7 +426,9 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
             if steps:  # a writer may have put a new inode in place: its key is taken again
                 _refresh_inodes(folder, shot, stale)
             _reread(store, folder, shot, stale, trusted)
-            return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=True)
+            # a hand edit is rare: once its files are old enough to keep, the index is written
+            # (once) rather than have every later command read them again
+            return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=steps > 0 and not by_hand)
     # The folder changed (a file added, removed or renamed), or there is no usable index: list it.
     listed = os.listdir(folder)
     if old["ids"]:
@@ -467,9 +469,11 @@ def _step(store: Files, shot: Snapshot, old: dict, vouched: bool) -> bool:
     folder a new key (multigrain ctimes, probed), so a reader that finds this key finds
     the folder as this listing did. The index is written once reading the changed
     files again costs what writing it does (_differs `worth`) or the steps run long.
-    False when the step could not be recorded (the index is written)."""
+    False when the step could not be recorded (the index is written). The step names
+    BY_HAND too: the command that follows it writes the index once those files are old
+    enough to keep (a hand edit is rare; a writer's changes are not)."""
     changed = _changed(shot.ctimes, old["ctimes"], shot.inodes, old["inodes"])
-    names = [shot.names[i] for i in changed]
+    names = [BY_HAND, *(shot.names[i] for i in changed)]
     now = shot.folder_key
     return now is not None and record_moves(store.path, old["folder"], now, names, vouched=vouched)
 
@@ -531,13 +535,18 @@ def _matched(store: Files, folder: int, shot: Snapshot, old: dict, ids: Keys, na
     _reread(store, folder, shot, _unsure(shot.kinds), trusted)
 
 
-def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
+# A name no file has, in a step a reader recorded for a hand edit (_step): no task file's
+# name, so a follower (this one, or an older release) takes it for none.
+BY_HAND = ""
+
+
+def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int, bool] | None:
     """The old index carried along the changes recorded since its folder key
     (taskboard.disk.cache.moved_names: by writers, and by readers that listed the folder
     after a hand edit, _step), with the number of changes followed: a name put in place
     is a file the index has (replaced: read again, whatever its ctime says) or a new one
     above its highest id (a create), an entry to read. None when the folder must be
-    listed instead."""
+    listed instead. Also whether a step was a hand edit's (BY_HAND)."""
     found = moved_names(store.path, old["folder"], now)
     if found is None:
         return None
@@ -558,19 +567,24 @@ def _followed(store: Files, old: dict, now: tuple) -> tuple[dict, int] | None:
             return None  # a file back below the highest id (a restore): listed, as before
         added[task_id] = name
     ctimes = _forgotten(old["ctimes"], replaced) if replaced else old["ctimes"]
+    by_hand = BY_HAND in moved
     if not added:
-        return {**old, "folder": now, "ctimes": ctimes}, steps
+        return {**old, "folder": now, "ctimes": ctimes}, steps, by_hand
     new = sorted(added)
     more = len(new)
-    return {
-        **old,
-        "folder": now,
-        "ids": _keys_with(ids, b"".join(_int64(task_id) for task_id in new)),
-        "names": old["names"] + [added[task_id] for task_id in new],
-        "ctimes": _keys_with(ctimes, _int64(-1) * more),  # never a file's: read
-        "inodes": _keys_with(old["inodes"], bytes(8 * more), unsigned=True),
-        "kinds": old["kinds"] + bytearray([UNSURE]) * more,
-    }, steps
+    return (
+        {
+            **old,
+            "folder": now,
+            "ids": _keys_with(ids, b"".join(_int64(task_id) for task_id in new)),
+            "names": old["names"] + [added[task_id] for task_id in new],
+            "ctimes": _keys_with(ctimes, _int64(-1) * more),  # never a file's: read
+            "inodes": _keys_with(old["inodes"], bytes(8 * more), unsigned=True),
+            "kinds": old["kinds"] + bytearray([UNSURE]) * more,
+        },
+        steps,
+        by_hand,
+    )
 
 
 def _forgotten(ctimes: Keys, positions: list[int]) -> memoryview:
@@ -740,9 +754,9 @@ def _differs(shot: Snapshot, old: dict, positions: Iterable[int] | None = None, 
     names every file (the folder is as it saw it, or writers and readers said what was
     put in place since), so it is saved only once the entries it would read again cost
     about what the save does (one per SAVE_PER entries of the board): on a large board
-    each write or hand edit would otherwise cost the next reader a save of the whole
-    index (reading a few files again costs little: the index's open columns are taken
-    all the same, Snapshot.take_columns)."""
+    each write would otherwise cost the next reader a save of the whole index (reading
+    a few files again costs little: the index's open columns are taken all the same,
+    Snapshot.take_columns)."""
     if (shot.folder_key is not None and shot.folder_key != old["folder"]) or shot.ids != old["ids"]:
         return True
     kinds, ctimes, inodes = old["kinds"], old["ctimes"], old["inodes"]
