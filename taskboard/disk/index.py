@@ -430,11 +430,22 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
             # (once) rather than have every later command read them again
             return steps > MAX_STEPS // 2 or _differs(shot, old, stale, worth=steps > 0 and not by_hand)
     # The folder changed (a file added, removed or renamed), or there is no usable index: list it.
+    return _list(store, folder, shot, old, trusted)
+
+
+def _list(store: Files, folder: int, shot: Snapshot, old: dict, trusted: int) -> bool:
+    """_check when the folder must be listed: fill `shot` from the listing and the files;
+    True when the index should be saved (else a step may carry the old one, _step)."""
     listed = os.listdir(folder)
     if old["ids"]:
         _matched(store, folder, shot, old, *_listed(store, old, listed), trusted)
     else:  # nothing to match (no cache, a damaged one, an empty board's): one pass over the files
         _read_every(store, folder, shot, _array("q", sorted(ids_from_file_names(listed))), trusted)
+    if shot.folder_key is not None and folder_key(os.fstat(folder)) != shot.folder_key:
+        # the folder changed while it was listed: the names are not the key's (a file copied
+        # in between the key and the listing would be in an index, or a step, said to be
+        # before it), so neither vouches for them
+        shot.folder_key = None
     probed = False
     if shot.folder_key is not None and shot.folder_key[2] >= trusted:
         probed = Cache(store.path).fine_grained()
@@ -445,9 +456,10 @@ def _check(store: Files, folder: int, shot: Snapshot, old: dict | None, trusted:
         and old["folder"] is not None
         and shot.folder_key is not None
         and old["folder"] != shot.folder_key
+        and not _differs(shot, {**old, "folder": shot.folder_key}, _changed_entries(shot, old), worth=True)
         and _step(store, shot, old, probed)
     ):
-        return _differs(shot, {**old, "folder": shot.folder_key}, _changed_entries(shot, old), worth=True)
+        return False  # the step carries the old index: not written
     return _differs(shot, old)
 
 
