@@ -67,6 +67,7 @@ GITATTRIBUTES = f"task_*.json text eol=lf merge=tasks\n{JOURNAL_LINE}\n"  # merg
 CLAUDE_MARK = ".highwatermark"  # Claude Code's task lists keep their highest id in it: no board has one
 # O_NONBLOCK: a FIFO planted as task_3.json reads as damaged instead of hanging every command
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+HELD, SWEPT, OTHER = "held", "swept", "other"  # what a scratch file is to recovery (Store._reservation)
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 1 << 16  # task files are small; a 1 MiB buffer per read cost more than the read
 
@@ -553,29 +554,38 @@ class Store:
         except (FileNotFoundError, NotADirectoryError):
             return []
 
-    def _at_work(self, name: str, sweep: bool = False) -> bool:
-        """Whether a scratch file is a reserved create's whose process still holds its flock.
-        `sweep`: one that is not is removed (under the flock taken to look)."""
+    def _at_work(self, name: str) -> bool:
+        """Whether a scratch file is a reserved create's whose process still holds its flock."""
+        return self._reservation(name, sweep=False) == HELD
+
+    def _reservation(self, name: str, sweep: bool) -> str:
+        """HELD: a reserved create's file whose process still holds its flock (or a name gone
+        since the folder was listed: a create let go of it, its id taken meanwhile, and it
+        reserves the next). SWEPT (with `sweep`): a reservation whose process is gone, removed
+        here under the flock taken to look; its name is free from then on, and a live create
+        may take it at once (reservations take no lock), so nobody may remove that name again.
+        OTHER: not a reservation, or one that cannot be looked at."""
         if not name.endswith(RESERVED) or id_from_file_name(name[: -len(RESERVED)]) is None:
-            return False
+            return OTHER
         path = f"{self.scratch_dir}/{name}"
         try:
             fd = os.open(path, _READ_FLAGS)
-        except FileNotFoundError:  # gone since the folder was listed: a create let go of its name
-            return True  # (its id was taken meanwhile, it reserves the next), which leaves nothing behind
+        except FileNotFoundError:
+            return HELD
         except OSError:
-            return False
+            return OTHER
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if sweep:
-                os.unlink(path)
+            if not sweep:
+                return OTHER
+            os.unlink(path)  # still this file's name: only its process, or a sweep under the board lock, removes it
+            return SWEPT
         except BlockingIOError:
-            return True
+            return HELD
         except OSError:
-            return False
+            return OTHER
         finally:
             os.close(fd)
-        return False
 
     # -- a create that does not queue -------------------------------------------
 
@@ -1382,8 +1392,10 @@ class Store:
                 what = ids_text(ids) if ids else "the journal"
                 notes.append(Note("recovered", f"completed an interrupted change to {what}", tasks=ids))
                 notes.extend(lost)
-        leftovers = [name for name in names if name != INTENT_NAME and not self._at_work(name, sweep=True)]
-        for name in leftovers + ([INTENT_NAME] if INTENT_NAME in names else []):
+        found = {name: self._reservation(name, sweep=True) for name in names if name != INTENT_NAME}
+        leftovers = [name for name, state in found.items() if state != HELD]
+        removing = [name for name, state in found.items() if state == OTHER]  # a swept name may be a live create's now
+        for name in removing + ([INTENT_NAME] if INTENT_NAME in names else []):
             try:
                 os.unlink(self.scratch / name)
             except IsADirectoryError:
