@@ -574,18 +574,19 @@ class Store:
             return HELD
         except OSError:
             return OTHER
+        state = OTHER
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if not sweep:
-                return OTHER
-            os.unlink(path)  # still this file's name: only its process, or a sweep under the board lock, removes it
-            return SWEPT
+            if sweep:
+                os.unlink(path)  # still this file's name: only its process, or a sweep under the board lock, removes it
+                state = SWEPT
         except BlockingIOError:
-            return HELD
+            state = HELD
         except OSError:
-            return OTHER
+            pass
         finally:
             os.close(fd)
+        return state
 
     # -- a create that does not queue -------------------------------------------
 
