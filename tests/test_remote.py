@@ -712,3 +712,43 @@ def test_a_reopen_merged_into_a_second_worktree_frees_the_claim_there(fleet):
     took = second.json("claim", "4", owner="alice")
     assert (took["status"], took["owner"]) == ("in_progress", "alice")
     assert [(d["state"], d["owner"]) for d in fleet.claim_refs().values() if d["task"] == 4] == [("claimed", "alice")]
+
+
+def _claim_refs_of(fleet, task_id: int) -> list[tuple[str, str]]:
+    return [(doc["state"], doc["owner"]) for doc in fleet.claim_refs().values() if doc["task"] == task_id]
+
+
+def test_a_release_made_in_one_worktree_is_not_undone_by_the_check_of_another(fleet):
+    """A clone's worktrees and branches share its id and its runtime state. cat claims #4 in
+    the main worktree and syncs; a branch worktree (tasks.worktrees branch, DESIGN §8) starts
+    from origin/main, so its file says cat holds #4; cat gives #4 back in the main worktree.
+    That release is finished (the runtime state forgot the claim): the branch worktree's
+    check is sound and its --fix pushes nothing back, bob can claim #4 from another clone,
+    and a waiter in the branch worktree takes it. (51e2dd9 took every release from this
+    clone for a killed one, and check --fix put cat's claim back for good.)"""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    branch = a.worktree("feat")
+    assert (branch.records()[4]["status"], branch.records()[4]["owner"]) == ("in_progress", "cat")
+    a.tasks("release", "4", owner="cat")
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    assert json.loads(branch.tasks("check", "--json").stdout)["ok"] is True
+    branch.tasks("check", "--fix")
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    code, out, err = waiter(branch, "dan", "4", "--wait", "20")
+    assert code == 0 and json.loads(out)["id"] == 4, err
+    assert _claim_refs_of(fleet, 4) == [("claimed", "dan")]
+
+
+def test_a_release_is_not_undone_by_checking_out_a_branch_from_before_it(fleet):
+    a, _b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    a.git("branch", "old")
+    a.tasks("release", "4", owner="cat")
+    a.tasks("sync")
+    a.git("checkout", "-q", "old")
+    a.tasks("check", "--fix")
+    assert _claim_refs_of(fleet, 4) == [("released", "")]

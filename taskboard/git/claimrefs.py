@@ -280,16 +280,20 @@ def _ended(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     there). Decided by what the ref and this clone hold, never by whose clock wrote
     later: the board's file may be written after the release (a merge with a later edit
     made here) and still hold the claim the release ended. A release or completion this
-    clone pushed while its file says the claim holds is a change of this clone's that
-    did not write its file (a kill in between): not an end, and `check --fix` puts the
-    ref back, as a change that did not happen does. A damaged runtime entry leaves what
-    this clone made unknown: the clocks decide, as before."""
-    if doc.get("state") not in ("released", "done") or doc.get("clone") == config.clone:
+    clone pushed ends the claim too, from any worktree or branch of the clone (they share
+    its id and its runtime state), unless this clone's runtime state still holds the claim:
+    a finished release forgets it (the state follows the file), so one that still holds it
+    did not write its file (a kill in between): not an end, and `check --fix` puts the ref
+    back, as a change that did not happen does. A damaged runtime entry leaves what this
+    clone made unknown: the clocks decide, as before."""
+    if doc.get("state") not in ("released", "done"):
         return False
     if entry.damaged:
         return _number(doc.get("at")) and bool(doc["at"] >= _updated(record))
     claim = entry.claim  # this clone's runtime state of the task (taskboard.disk.state.Entry)
     made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
+    if doc.get("clone") == config.clone:  # given back or completed here, in this or another worktree
+        return not made_here
     return not made_here or bool(claim.get("ref"))
 
 
