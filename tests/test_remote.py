@@ -723,10 +723,10 @@ def test_a_release_made_in_one_worktree_is_not_undone_by_the_check_of_another(fl
     the main worktree and syncs; a branch worktree (tasks.worktrees branch, DESIGN §8) starts
     from origin/main, so its file says cat holds #4; cat gives #4 back in the main worktree.
     That release is finished (the runtime state forgot the claim): the branch worktree's
-    check is sound and its --fix pushes nothing back, bob can claim #4 from another clone,
-    and a waiter in the branch worktree takes it. (51e2dd9 took every release from this
+    check is sound and its --fix pushes nothing back, and a waiter in the branch worktree
+    takes it. (51e2dd9 took every release from this
     clone for a killed one, and check --fix put cat's claim back for good.)"""
-    a, b = fleet.planned("a", "b")
+    a, _b = fleet.planned("a", "b")
     a.git("config", "tasks.worktrees", "branch")
     a.tasks("claim", "4", owner="cat")
     a.tasks("sync")
