@@ -4,6 +4,7 @@ boards together; claims are won on the remote's claim refs, exactly once."""
 
 from __future__ import annotations
 
+import calendar
 import json
 import subprocess
 import sys
@@ -543,7 +544,11 @@ def test_a_release_elsewhere_ends_the_claim_this_board_wrote_later_without_a_clo
     a.tasks("sync")
     a.tasks("release", "4", owner="cat")  # the ref says released; a does not sync its board
     (released,) = [d for d in fleet.claim_refs().values() if d["task"] == 4]
-    after_this_second(released["at"])
+    # after the release's second: its ref moved first, its file was written after, maybe in the
+    # next second; a change of #4 in the same second as the file's would tie with it in a merge
+    # (updatedAt names a second) and the tie goes to the greater JSON, here the release's
+    written = calendar.timegm(time.strptime(a.records()[4]["updatedAt"], "%Y-%m-%dT%H:%M:%SZ"))
+    after_this_second(max(released["at"], written))
     b.tasks("create", "Review the docs", "--blocked-by", "4")  # b writes #4 after the release
     b.tasks("sync")  # cat's claim comes in, merged with b's later edit of #4
     held = b.records()[4]
