@@ -445,15 +445,8 @@ def test_a_create_killed_between_removing_and_renaming_the_record_of_the_highest
     assert _created_once(board_dir) == dict.fromkeys(range(1, 6), 1)
 
 
-def test_a_reservation_at_work_is_passed_by_and_a_dead_ones_is_swept(board_dir, run):
-    """A create that reserved its id (Store.reserve: its file written and flocked, named
-    task_N.json.new) and has not taken the lock yet is no leftover: readers and other creates
-    pass it by, and they take other ids. The reservation of a killed process is one: the next
-    command removes it and says so."""
-    run("create", "first")
-    store = Store(str(board_dir))
-    held = store.reserve(lambda task_id: encode(record(task_id, subject="held")))
-    assert held is not None and held[0] == 2
+def _reserve_and_die(board_dir: os.PathLike) -> None:
+    """A create's process killed -9 once it reserved its id: its reservation is left behind."""
     killed = subprocess.run(
         [
             sys.executable,
@@ -465,6 +458,18 @@ def test_a_reservation_at_work_is_passed_by_and_a_dead_ones_is_swept(board_dir, 
         check=False,
     )
     assert killed.returncode == -signal.SIGKILL
+
+
+def test_a_reservation_at_work_is_passed_by_and_a_dead_ones_is_swept(board_dir, run):
+    """A create that reserved its id (Store.reserve: its file written and flocked, named
+    task_N.json.new) and has not taken the lock yet is no leftover: readers and other creates
+    pass it by, and they take other ids. The reservation of a killed process is one: the next
+    command removes it and says so."""
+    run("create", "first")
+    store = Store(str(board_dir))
+    held = store.reserve(lambda task_id: encode(record(task_id, subject="held")))
+    assert held is not None and held[0] == 2
+    _reserve_and_die(board_dir)
     assert sorted(os.listdir(board_dir / ".scratch")) == ["task_2.json.new", "task_3.json.new"]
     listed = run("list", "--json")
     assert "removed 1 leftover" in listed.stderr
@@ -485,17 +490,7 @@ def test_a_reservation_made_the_instant_a_dead_one_is_swept_keeps_its_name(board
     name, put the other's file there and printed its own record (a create said ok and was lost;
     seen once under load in the test below)."""
     run("create", "first")
-    killed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import os, signal, sys\nfrom taskboard.disk.store import Store\n"
-            "Store(sys.argv[1]).reserve(lambda task_id: b'{}')\nos.kill(os.getpid(), signal.SIGKILL)",
-            str(board_dir),
-        ],
-        check=False,
-    )
-    assert killed.returncode == -signal.SIGKILL
+    _reserve_and_die(board_dir)
     assert os.listdir(board_dir / ".scratch") == ["task_2.json.new"]
     live: list = []
 

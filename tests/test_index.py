@@ -568,6 +568,17 @@ def _until(path: Path, process: subprocess.Popen) -> None:
         time.sleep(0.005)
 
 
+def _listed_by_another_reader(board: Path, sig: Path) -> list[int]:
+    """The ids `list --json` answers, from a reader with the same settings and no pause."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PAUSED_READER, "none", str(sig), "--dir", str(board), "list", "--json"],
+        env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
+        capture_output=True,
+        check=True,
+    )
+    return [found["id"] for found in json.loads(done.stdout)]
+
+
 def test_a_file_copied_in_while_readers_list_the_folder_is_never_lost(board_dir):
     """Readers take the folder's key before they list it. A file copied in between (reader
     A) must not land in an index said to be of that key: a slower reader (B, which listed
@@ -591,25 +602,13 @@ def test_a_file_copied_in_while_readers_list_the_folder_is_never_lost(board_dir)
     out, err = listing.communicate(timeout=60)
     assert listing.returncode == 0 and [r["id"] for r in json.loads(out)] == list(range(1, 10)), err
     settle()
-    reader = subprocess.run(
-        [sys.executable, "-c", _PAUSED_READER, "none", str(sig), "--dir", str(board_dir), "list", "--json"],
-        env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
-        capture_output=True,
-        check=True,
-    )
-    assert [r["id"] for r in json.loads(reader.stdout)] == list(range(1, 10))
+    assert _listed_by_another_reader(board_dir, sig) == list(range(1, 10))
     Path(f"{sig}.B.save.go").touch()
     out, err = slow.communicate(timeout=60)
     assert slow.returncode == 0, err
     for _ in range(3):
         settle()
-        again = subprocess.run(
-            [sys.executable, "-c", _PAUSED_READER, "none", str(sig), "--dir", str(board_dir), "list", "--json"],
-            env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
-            capture_output=True,
-            check=True,
-        )
-        assert [r["id"] for r in json.loads(again.stdout)] == list(range(1, 10)), "a task copied in is lost"
+        assert _listed_by_another_reader(board_dir, sig) == list(range(1, 10)), "a task copied in is lost"
     assert_reads_agree(board_dir)
 
 
