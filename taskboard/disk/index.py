@@ -117,6 +117,10 @@ CLOSED = frozenset(("completed", "deleted"))
 CLOSED_KINDS = frozenset((KINDS["completed"], KINDS["deleted"]))
 
 
+# The index's open tasks, one entry each (cache._open_columns): what Snapshot.columns holds.
+OPEN_COLUMNS = ("open_ids", "open_kinds", "texts", "records", "blocked", "priority", "due", "after")
+
+
 class Snapshot:
     """The board as its files say it is now: every task's status, the open records in
     full (and after `load_history` the closed ones as text), and the files that could
@@ -168,8 +172,11 @@ class Snapshot:
     ) -> None:
         """The index's open tasks, taken whole but for the `dropped` ones (their files are
         as the index saw them); `read`: the store's, for records the index fails to hold;
-        `drop`: removes the index."""
-        self._open, self.columns, self._reader = None, columns, (read, drop)
+        `drop`: removes the index. Only the columns are held: the index passed whole also
+        holds its ids, names, kinds and folder key, which _index_payload would write over
+        this snapshot's (an index no read could load)."""
+        self._open, self._reader = None, (read, drop)
+        self.columns = {key: columns[key] for key in OPEN_COLUMNS}
         self.open_text = dict(zip(columns["open_ids"], columns["texts"], strict=True))
         for task_id in dropped:
             self.forget_open(task_id)
