@@ -11,6 +11,7 @@ import json
 import marshal
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -139,7 +140,7 @@ def settle() -> None:
     the clock when a read begins (a ctime cannot be set back, so time must pass)."""
     aged = time.time_ns() + TEST_RACY_NS + 1
     while (left := aged - time.time_ns()) > 0:
-        time.sleep(left / 1e9)
+        time.sleep(left / 1e9)  # waits on the clock: no process to hear from, time must pass
 
 
 def cache_index(board: Path) -> Path:
@@ -562,18 +563,23 @@ def test_after_a_hand_rename_the_read_records_the_step_and_the_next_read_follows
 
 
 # A reader with hooks that stop it at a chosen point until told to go on (a slow reader on a
-# large board): it leaves NAME.at and waits for NAME.go, both files beside the board.
+# large board): there it writes the point's name to one pipe and reads from another, so the
+# test knows it is there and lets it go on by a write (no marker files, no polling).
 _PAUSED_READER = """
-import os, sys, time
+import os, sys
 from taskboard.disk import cache, index
 from taskboard.__main__ import main
 index.SAVE_PER = 0  # a large board: the index is carried by steps where it can be
 index.RACY_NS = int(os.environ["RACY_NS"])
-mode, sig = sys.argv[1], sys.argv[2]
+mode, at, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def wait(name):
-    open(sig + "." + name + ".at", "w").close()
-    while not os.path.exists(sig + "." + name + ".go"):
-        time.sleep(0.005)
+    global at
+    if at < 0:
+        return  # paused once already: it goes on
+    os.write(at, name.encode())
+    os.close(at)
+    at = -1
+    os.read(go, 1)  # until the test writes (or its end closes)
 if mode == "before listing":  # the board folder's listing, in taskboard.disk.index alone
     class Os:
         def __getattr__(self, name):
@@ -589,30 +595,52 @@ elif mode == "before saving":
             wait("save")
         return real_save(self, name, payload, locked)
     cache.Cache.save = save
-sys.exit(main(sys.argv[3:]))
+sys.exit(main(sys.argv[4:]))
 """
 
 
-def _paused_reader(board: Path, mode: str, sig: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", _PAUSED_READER, mode, str(sig), "--dir", str(board), "list", "--json"],
-        env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+class _PausedReader:
+    """A `list --json` stopped at a point (_PAUSED_READER's `mode`), with the test's ends of
+    its two pipes: `at` to hear it arrive, `go` to let it on."""
+
+    def __init__(self, board: Path, mode: str):
+        at_read, at_write = os.pipe()
+        go_read, go_write = os.pipe()
+        ends = [str(at_write), str(go_read)]
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _PAUSED_READER, mode, *ends, "--dir", str(board), "list", "--json"],
+            env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(at_write, go_read),
+        )
+        os.close(at_write)
+        os.close(go_read)
+        self.at, self.go = at_read, go_write
+
+    def reached(self, point: str) -> None:
+        """Wait until the reader says it is at `point`; fail if it ended (the pipe's end
+        closes: nothing to read) or said nothing in a minute."""
+        ready, _, _ = select.select([self.at], [], [], 60)
+        said = os.read(self.at, 64) if ready else None
+        os.close(self.at)
+        if said != point.encode():
+            self.process.kill()
+            pytest.fail(f"the reader did not reach {point} (said {said!r}): {self.process.communicate()}")
+
+    def go_on(self) -> tuple[list[int], str]:
+        """Let it go on; the ids it answered and what it wrote to stderr (it must succeed)."""
+        os.write(self.go, b"go")
+        os.close(self.go)
+        out, err = self.process.communicate(timeout=60)
+        assert self.process.returncode == 0, err
+        return [found["id"] for found in json.loads(out)], err.decode()
 
 
-def _until(path: Path, process: subprocess.Popen) -> None:
-    """Wait for a paused reader to reach its point (its file appears), or fail if it ended."""
-    while not path.exists():
-        assert process.poll() is None, process.communicate()
-        time.sleep(0.005)
-
-
-def _listed_by_another_reader(board: Path, sig: Path) -> list[int]:
+def _listed_by_another_reader(board: Path) -> list[int]:
     """The ids `list --json` answers, from a reader with the same settings and no pause."""
     done = subprocess.run(
-        [sys.executable, "-c", _PAUSED_READER, "none", str(sig), "--dir", str(board), "list", "--json"],
+        [sys.executable, "-c", _PAUSED_READER, "none", "-1", "-1", "--dir", str(board), "list", "--json"],
         env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
         capture_output=True,
         check=True,
@@ -633,26 +661,22 @@ def test_a_file_copied_in_while_readers_list_the_folder_is_never_lost(board_dir)
     assert call(["--dir", str(board_dir), "list", "--json"])["exit"] == 0  # the cache folder exists
     cache_index(board_dir).unlink()
     settle()
-    sig = board_dir.parent / "sig"
-    slow = _paused_reader(board_dir, "before saving", Path(f"{sig}.B"))
-    listing = _paused_reader(board_dir, "before listing", Path(f"{sig}.A"))
-    _until(Path(f"{sig}.B.save.at"), slow)
-    _until(Path(f"{sig}.A.listdir.at"), listing)
+    slow = _PausedReader(board_dir, "before saving")  # B
+    listing = _PausedReader(board_dir, "before listing")  # A
+    slow.reached("save")
+    listing.reached("listdir")
     before_the_copy = cache.folder_key(os.stat(board_dir))
     (board_dir / "task_9.json").write_text(json.dumps(record(9, subject="copied in"), indent=2) + "\n")
-    Path(f"{sig}.A.listdir.go").touch()
-    out, err = listing.communicate(timeout=60)
-    assert listing.returncode == 0 and [r["id"] for r in json.loads(out)] == list(range(1, 10)), err
+    listed, err = listing.go_on()
+    assert listed == list(range(1, 10)), err
     settle()
-    assert _listed_by_another_reader(board_dir, sig) == list(range(1, 10))
-    Path(f"{sig}.B.save.go").touch()
-    out, err = slow.communicate(timeout=60)
-    assert slow.returncode == 0, err
+    assert _listed_by_another_reader(board_dir) == list(range(1, 10))
+    assert slow.go_on()[0] == list(range(1, 9))  # it listed before the copy
     left = cache.Cache(str(board_dir)).load_index()  # the race is real: an index said to be of a key the folder had
     assert left is not None and left["folder"] == before_the_copy and 9 not in left["ids"]
     for _ in range(3):
         settle()
-        assert _listed_by_another_reader(board_dir, sig) == list(range(1, 10)), "a task copied in is lost"
+        assert _listed_by_another_reader(board_dir) == list(range(1, 10)), "a task copied in is lost"
     assert_reads_agree(board_dir)
 
 

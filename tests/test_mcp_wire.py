@@ -104,7 +104,9 @@ class Wire:
         deadline = time.monotonic() + timeout
         while self.watchers() != count:
             assert time.monotonic() < deadline, f"{self.watchers()} waiting claims, not {count}"
-            time.sleep(0.01)  # polling a real condition, not waiting for a race to pass
+            # polled: the server says nothing when a watch starts or ends (no hook in the
+            # product for a test to hear), and /proc gives no notice of a change
+            time.sleep(0.01)
 
     def close(self) -> int:
         if self.process.poll() is None:
