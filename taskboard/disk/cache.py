@@ -462,16 +462,17 @@ def _open_columns(found: dict) -> dict | None:
         or not set(map(type, after)) <= _STR_OR_NONE
     ):
         return None
-    return {
-        "open_ids": ordered,
-        "open_kinds": open_kinds,
-        "texts": texts,
-        "records": found["records"],
-        "blocked": blocked,
-        "priority": found["priority"],
-        "due": due,
-        "after": after,
-    }
+    return dict(
+        zip(
+            OPEN_COLUMNS,
+            (ordered, open_kinds, texts, found["records"], blocked, found["priority"], due, after),
+            strict=True,
+        )
+    )
+
+
+# The index's open tasks, one entry each (what _open_columns gives, and Snapshot.columns holds).
+OPEN_COLUMNS = ("open_ids", "open_kinds", "texts", "records", "blocked", "priority", "due", "after")
 
 
 _OPEN_KIND_BYTES = bytes([KINDS["pending"], KINDS["in_progress"]])

@@ -51,6 +51,7 @@ from .cache import (
     INDEX_NAME,
     KINDS,
     MAX_STEPS,
+    OPEN_COLUMNS,
     UNSURE,
     Cache,
     folder_key,
@@ -115,10 +116,6 @@ STATUS_OF = {kind: status for status, kind in KINDS.items()}
 OPEN_KINDS = frozenset((KINDS["pending"], KINDS["in_progress"]))
 CLOSED = frozenset(("completed", "deleted"))
 CLOSED_KINDS = frozenset((KINDS["completed"], KINDS["deleted"]))
-
-
-# The index's open tasks, one entry each (cache._open_columns): what Snapshot.columns holds.
-OPEN_COLUMNS = ("open_ids", "open_kinds", "texts", "records", "blocked", "priority", "due", "after")
 
 
 class Snapshot:
