@@ -28,6 +28,7 @@ import time
 import pytest
 from conftest import TASKS
 from invariants import assert_sound, hub_board, load_board, load_journal, record, scratch_left, snapshot, write_board
+from reserving import PausedCreate
 from watching import IN_CREATE, IN_MOVED_TO, Watch
 from worker import ForkServer
 
@@ -513,6 +514,36 @@ def test_a_reservation_made_the_instant_a_dead_one_is_swept_keeps_its_name(board
     assert other["id"] == 3  # the live reservation's id is not given to anyone else
     Store(str(board_dir)).drop_reserved(*live[0])
     assert sorted(assert_sound(board_dir)) == [1, 3]
+
+
+@pytest.mark.parametrize("first_on", ["the create robbed of its name", "the one that reserved it again"])
+def test_a_create_whose_reservation_name_is_taken_from_it_puts_only_its_own_record_in_place(board_dir, run, first_on):
+    """A create puts its reserved file in place through the file it holds open, never by its
+    reservation's name. Should the name go while the create waits for the lock (removed by
+    something that takes no lock: a person's rm, another version's recovery), a second create
+    reserves the same id under the same name. Linked by name, the first create put the second's
+    file in place and printed its own record, which was lost, and the second failed (exit 6,
+    "nothing was changed") with its record on the board; or, the second first, the first
+    failed so. Two real creates, each stopped right after it reserved: each must end well,
+    its own record on the board at the id it printed, and the robbed one at another id."""
+    run("create", "first")
+    robbed = PausedCreate(board_dir, "robbed")
+    assert robbed.reserved() == 2
+    (board_dir / ".scratch" / "task_2.json.new").unlink()
+    again = PausedCreate(board_dir, "again")
+    assert again.reserved() == 2
+    order = [robbed, again] if first_on == "the create robbed of its name" else [again, robbed]
+    printed = {}
+    for create in order:
+        done = create.go_on()
+        assert (done.returncode, done.stderr) == (0, b""), done.stderr
+        made = json.loads(done.stdout)
+        printed[made["subject"]] = made
+    records = assert_sound(board_dir)  # no scratch file left either
+    assert (printed["again"]["id"], printed["robbed"]["id"]) == (2, 3)
+    for made in printed.values():
+        assert records[made["id"]] == made  # what each printed is on the board, its own bytes
+    assert _created_once(board_dir) == {1: 1, 2: 1, 3: 1}
 
 
 def test_many_creates_killed_at_random_instants_lose_nothing_they_said_was_made(board_dir, run):

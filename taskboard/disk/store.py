@@ -351,6 +351,7 @@ class Store:
         self._exclusive = False
         self.seen: dict[str, int] = {}  # under the write lock: a hash of each task file's bytes as last read
         self._expect: dict[str, int] = {}  # what the files a write replaces must hold (Store.write)
+        self._reserved: dict[str, int] = {}  # the new files a write puts in place from reservations (Store.write)
         self.runtime: Any = None  # taskboard.state.State of this board, made on first use (taskboard.claims)
         self.archived: set[int] = set()  # the tasks `read` last found in the archive folder (DESIGN §11)
         self.archive_dir = os.path.join(self.path, ARCHIVE_FOLDER)
@@ -670,11 +671,7 @@ class Store:
     def drop_reserved(self, task_id: int, fd: int) -> None:
         """Let go of a reservation: its name goes, unless that name is another create's by
         now (the file in place, its name went with the move and may be reserved anew)."""
-        path = self.reserved_path(task_id)
-        with suppress(OSError):
-            mine, named = os.fstat(fd), os.lstat(path)
-            if (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino):
-                os.unlink(path)
+        _unlink_if_same(self.reserved_path(task_id), fd)
         os.close(fd)
 
     # -- watching --------------------------------------------------------------
@@ -1014,7 +1011,7 @@ class Store:
         remove: list[str] | None = None,
         new: list[str] | None = None,
         expect: dict[str, int] | None = None,
-        staged_as: dict[str, str] | None = None,
+        reserved: dict[str, int] | None = None,
     ) -> None:
         """Replace the named board files and append lines to journal shards
         (taskboard.journal) as one change: all of it or none, even if the process is
@@ -1032,8 +1029,10 @@ class Store:
         Writers that take no lock (DESIGN §13): a file named in `new` is put in place only
         if no file of that name exists at that instant (else Taken), and no file is
         replaced whose bytes no longer hash as `expect` says (as the change read them:
-        `seen`), else Changed; either way nothing is changed. `staged_as`: new files already
-        written and synced at these paths in the scratch folder (Store.reserve).
+        `seen`), else Changed; either way nothing is changed. `reserved`: new files already
+        written and synced as reservations (Store.reserve), by name, each the open file its
+        create holds: put in place through that open file, never by its reservation's name
+        (_place_reserved).
 
         A change of new files only (a create, an import of a plan) replaces nothing, so its
         intent need not be durable: a kill keeps what was written, and the replay puts a
@@ -1048,11 +1047,12 @@ class Store:
             check_writable(self.path, appends)
         self._raise_last(files)
         self._expect = expect or {}
+        self._reserved = reserved or {}
         if len(files) == 1 and not appends and not remove and not new:
             self._write_one(files)
             return
         fresh = bool(files) and not remove and all(name in (new or ()) for name in files)
-        ready = staged_as or {}
+        ready = {name: f"{self.scratch_dir}/{name}{RESERVED}" for name in self._reserved}
         staged: list[tuple[str, str]] = []
         intent: str | None = None
         sizes = self._shard_sizes(appends or {})
@@ -1070,7 +1070,7 @@ class Store:
                 self._append(appends)
         except OSError as exc:
             self._undo_appends(sizes)
-            self._discard([temp for _, temp in staged] + ([intent] if intent else []))
+            self._discard([temp for name, temp in staged if name not in ready] + ([intent] if intent else []))
             raise unusable(self.root, exc, "; nothing was changed") from None
         moved: list[str] = []
         try:
@@ -1078,7 +1078,8 @@ class Store:
         except (OSError, Busy) as exc:  # Busy: another writer came first (Changed, Taken), before any move
             if not moved:  # refused before any file moved (a board folder without write access): undone
                 self._undo_appends(sizes)
-                self._discard([temp for _, temp in staged] + ([intent] if intent else []))
+                # a reservation is its create's to let go (drop_reserved): its name may be another's by now
+                self._discard([temp for name, temp in staged if name not in ready] + ([intent] if intent else []))
                 if isinstance(exc, Busy):
                     raise
                 raise unusable(self.root, exc, "; nothing was changed") from None
@@ -1170,6 +1171,9 @@ class Store:
         """A new task file put in place by a hard link, which fails when the name exists: a
         file another writer put there meanwhile is never replaced (Taken). Where links are
         not to be had, the name is looked at just before the rename."""
+        if name in self._reserved:
+            self._place_reserved(name, self._reserved[name], temp)
+            return
         target = f"{self.path}/{name}"
         try:
             os.link(temp, target, follow_symlinks=False)
@@ -1183,6 +1187,28 @@ class Store:
             os.replace(temp, target)
             return
         os.unlink(temp)
+
+    def _place_reserved(self, name: str, fd: int, reservation: str) -> None:
+        """A reserved create's file put in place through the open file its create holds
+        (linkat of /proc/self/fd, as Store.reserve named it), never by its reservation's name:
+        a name removed by anyone else and reserved again by another create is that create's
+        file, and a create that linked it by name put another's record in place under its own
+        output (and the other create failed, its record on the board). Taken when the task
+        file's name exists, or when the file has lost its reservation name (a file without
+        a name cannot be linked again): nothing is changed, and the create reserves anew
+        with a new file and id. Its reservation's name goes only while it is still this file's."""
+        folder = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:  # a dir_fd makes Python use linkat, which follows the /proc link to the open file
+            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder, follow_symlinks=True)
+        except FileExistsError:
+            raise Taken(f"{name} appeared meanwhile", "taken", file=name) from None
+        except FileNotFoundError:
+            if os.fstat(fd).st_nlink:
+                raise
+            raise Taken(f"the reservation of {name} was removed meanwhile", "taken", file=name) from None
+        finally:
+            os.close(folder)
+        _unlink_if_same(reservation, fd)
 
     def _shard_sizes(self, appends: dict[str, bytes]) -> dict[str, int | None]:
         """How long each journal shard is before a change appends to it (None: not there)."""
@@ -1415,6 +1441,15 @@ class Store:
             )
         _fsync_folder(self.scratch_dir)
         return notes
+
+
+def _unlink_if_same(path: str, fd: int) -> None:
+    """Remove `path` when it names the open file `fd` (a reservation's name, which another
+    create may hold by now)."""
+    with suppress(OSError):
+        mine, named = os.fstat(fd), os.lstat(path)
+        if (mine.st_dev, mine.st_ino) == (named.st_dev, named.st_ino):
+            os.unlink(path)
 
 
 def _intent_of(

@@ -345,7 +345,7 @@ class Board:
                     uids = {task_id: record["uid"]}  # the entry follows its task through a merge
                     entries = journal.entries(outcome.events, actor, journal.stamp(), uids)  # stamped in lock order
                     lines = {journal.shard_name(actor): journal.encode(entries)}
-                    store.write({name: data}, lines, new=[name], staged_as={name: store.reserved_path(task_id)})
+                    store.write({name: data}, lines, new=[name], reserved={name: fd})
             except (Taken, Changed):  # a writer without the lock took the name first (DESIGN §13): again
                 continue
             finally:
