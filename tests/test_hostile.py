@@ -18,14 +18,17 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from conftest import TASKS, tasks_process
 from invariants import assert_sound, hub_board, load_board, record, scratch_left, snapshot, write_board
+from reserving import PausedCreate
 
 MAX_ID = 2**63 - 1
 META_DEPTH = 100  # the documented nesting limit (README, Decisions)
@@ -941,6 +944,76 @@ def test_a_board_folder_without_write_access_changes_nothing_then_or_later(open_
     assert after.returncode == 0 and b"interrupted" not in after.stderr, after.stderr
     assert snapshot(board) == before
     assert_sound(board)
+
+
+def _out_of_reach(path: Path) -> None:
+    """A file of the test's user that the other user cannot open: a umask of 077 made it so
+    where the other user is nobody; where the tests run unprivileged, that other user is the
+    test's user itself, and mode 0 keeps its own later processes out."""
+    if not _as_nobody():
+        path.chmod(0)
+
+
+def test_a_reservation_another_user_cannot_open_is_held_until_one_who_can_finds_it_dead(open_folder, tasks_for_anyone):
+    """A board two users share; one of them creates under umask 077, so the file a create
+    reserves its id with (.scratch/task_N.json.new, Store.reserve: flocked while its create
+    lives) is its own to open. The other user's commands cannot look at its flock. They took
+    it for a leftover and removed it: another create then reserved the same id, and the first
+    put that one's file in place while printing its own record (lost), the other failing with
+    its record on the board. A reservation no one can look into is held: passed by, its id
+    given to nobody else, live or dead; once its process is gone, the next command of a user
+    who can look at it (its own, or root) removes it."""
+    user = _as_nobody()
+    board = open_folder / "B"
+    board.mkdir()
+    if user:
+        os.chown(board, 65534, 65534)
+
+    def other(*command: str):
+        return subprocess.run(
+            [*user, *tasks_for_anyone, "--dir", str(board), *command], capture_output=True, timeout=60
+        )
+
+    assert other("create", "theirs").returncode == 0  # the board, its scratch folder: the other user's
+    dead = board / ".scratch" / "task_2.json.new"
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, sys\nfrom taskboard.disk.store import Store\nos.umask(0o077)\n"
+            "Store(sys.argv[1]).reserve(lambda task_id: b'{}')\nos.kill(os.getpid(), signal.SIGKILL)",
+            str(board),
+        ],
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL and dead.exists()
+    _out_of_reach(dead)
+    live = PausedCreate(board, "mine", umask=0o077)
+    assert live.reserved() == 3
+    held = board / ".scratch" / "task_3.json.new"
+    _out_of_reach(held)
+    before = os.lstat(held)
+    listed = other("list")
+    assert listed.returncode == 0 and b"leftover" not in listed.stderr, listed.stderr
+    assert listed.stdout == b"[ ] #1: theirs\n"
+    assert sorted(os.listdir(board / ".scratch")) == ["task_2.json.new", "task_3.json.new"]
+    assert os.lstat(held).st_ino == before.st_ino
+    created = other("create", "theirs too", "--json")
+    assert (created.returncode, created.stderr) == (0, b""), created.stderr
+    assert json.loads(created.stdout)["id"] == 4  # neither reservation's id, the dead one's included
+    if not user:
+        dead.chmod(0o600)  # back in its owner's reach (root needs no such thing)
+    done = live.go_on()  # its owner's next command: it finds the dead one dead, and removes it
+    assert done.returncode == 0 and json.loads(done.stderr) == {
+        "warning": "removed 1 leftover temporary file(s) of an interrupted change"
+    }, done.stderr
+    mine = json.loads(done.stdout)
+    assert (mine["id"], mine["subject"]) == (3, "mine")
+    if not user:
+        (board / "task_3.json").chmod(0o644)  # the reservation's file itself, mode 0 and all
+    records = assert_sound(board)  # no scratch file left
+    assert {n: found["subject"] for n, found in records.items()} == {1: "theirs", 3: "mine", 4: "theirs too"}
+    assert records[3] == mine
 
 
 def _forge_cache(board: Path, name: str, payload: object | bytes) -> None:

@@ -562,32 +562,47 @@ class Store:
     def _reservation(self, name: str, sweep: bool) -> str:
         """HELD: a reserved create's file whose process still holds its flock (or a name gone
         since the folder was listed: a create let go of it, its id taken meanwhile, and it
-        reserves the next). SWEPT (with `sweep`): a reservation whose process is gone, removed
-        here under the flock taken to look; its name is free from then on, and a live create
-        may take it at once (reservations take no lock), so nobody may remove that name again.
-        OTHER: not a reservation, or one that cannot be looked at."""
+        reserves the next), or one nobody here can prove dead (_unproven). SWEPT (with
+        `sweep`): a reservation whose process is gone, removed here under the flock taken to
+        look; its name is free from then on, and a live create may take it at once
+        (reservations take no lock), so nobody may remove that name again. OTHER: not a
+        reservation (a link, a socket, a folder of that name), or a dead one not swept."""
         if not name.endswith(RESERVED) or id_from_file_name(name[: -len(RESERVED)]) is None:
             return OTHER
         path = f"{self.scratch_dir}/{name}"
         try:
             fd = os.open(path, _READ_FLAGS)
-        except FileNotFoundError:
-            return HELD
         except OSError:
-            return OTHER
+            return self._unproven(path)
         state = OTHER
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if sweep:
-                os.unlink(path)  # still this file's name: only its process, or a sweep under the board lock, removes it
-                state = SWEPT
-        except BlockingIOError:
+        except OSError:  # BlockingIOError: its create is at work; else no flock to be had here (ENOLCK)
             state = HELD
-        except OSError:
-            pass
+        else:
+            if sweep:  # still this file's name: only its process, or a sweep under the board lock, removes it
+                with suppress(OSError):  # a folder of that name: recovery removes it whole
+                    os.unlink(path)
+                    state = SWEPT
         finally:
             os.close(fd)
         return state
+
+    @staticmethod
+    def _unproven(path: str) -> str:
+        """A reservation's name that could not be opened to look at its flock: HELD when it is
+        a regular file, as every create's is. It may be a live create's (another user's on a
+        shared board, made under a umask that keeps it private; or no descriptor was to be
+        had just now), and a name removed under a live create let a second create reserve
+        its id. So it stays, and its id with it (no create takes an id whose reservation
+        name exists: the next create takes the next id), until a command that can look at it
+        finds it dead and sweeps it: its own user's or root's next command of any kind. A
+        name gone meanwhile is HELD too (see _reservation); a link or special file is no
+        create's (OTHER: recovery removes it)."""
+        try:
+            return HELD if stat.S_ISREG(os.lstat(path).st_mode) else OTHER
+        except OSError:  # gone meanwhile, or not to be told: not removed
+            return HELD
 
     # -- a create that does not queue -------------------------------------------
 
