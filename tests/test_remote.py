@@ -389,6 +389,52 @@ def test_an_old_holder_cannot_end_a_claim_given_back_after_a_takeover(fleet):
     assert [d["state"] for d in fleet.claim_refs().values()] == ["done"]
 
 
+def test_a_takeover_whose_machine_died_before_it_synced_is_taken_over_in_turn(fleet):
+    # bob took #4 over from amy on b, then b went away before it pushed its board, and
+    # bob's lease ran out too: every other board still says amy holds #4, the ref says bob
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", "--lease", "15m", owner="amy")
+    a.tasks("sync")
+    lapse(a, 4)
+    b.tasks("sync")
+    assert "ran out" in b.tasks("claim", "4", "--lease", "15m", owner="bob").stderr
+    lapse(b, 4)
+    c = fleet.machine("c")
+    c.tasks("sync")
+    assert (c.records()[4]["status"], c.records()[4]["owner"]) == ("in_progress", "amy")
+    c.tasks("claim", "1", owner="cat")
+    took = c.tasks("claim", "--lease", "15m", "--json", owner="cat")  # without an id, as the agent loop claims
+    assert json.loads(took.stdout)["id"] == 4 and "bob" in took.stderr and "ran out" in took.stderr
+    doc = fleet.claim_refs()[c.records()[4]["uid"]]
+    assert (doc["owner"], doc["state"]) == ("cat", "claimed")
+    assert (c.records()[4]["status"], c.records()[4]["owner"]) == ("in_progress", "cat")
+    assert c.json("check")["ok"] is True
+    # amy's clone, where the claim the ref stopped bearing was made, may take it over too
+    lapse(c, 4)
+    a.tasks("sync")  # c never pushed its board: a's still says amy, and its sync leaves the ref to cat
+    assert fleet.claim_refs()[a.records()[4]["uid"]]["owner"] == "cat"
+    took = a.tasks("claim", "4", "--json", owner="dan")
+    assert json.loads(took.stdout)["owner"] == "dan"
+    assert fleet.claim_refs()[a.records()[4]["uid"]]["owner"] == "dan"
+
+
+def test_a_claim_made_offline_here_is_not_taken_over_by_an_older_lapsed_ref(fleet, tmp_path):
+    # the ref names bob's claim, whose lease ran out; amy then claimed #4 on a while the
+    # remote could not be reached: the ref lags behind her claim, which holds
+    a, b = fleet.planned("a", "b")
+    b.tasks("claim", "4", "--lease", "15m", owner="bob")
+    lapse(b, 4)
+    a.tasks("sync")  # a has seen the ref, not b's board
+    a.git("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    a.tasks("claim", "4", "--offline", owner="amy")
+    a.git("remote", "set-url", "origin", str(fleet.remote))
+    before = (a.board / "task_4.json").read_bytes()
+    refused = a.tasks("claim", "4", owner="cat", expect=4)
+    assert "amy" in refused.stderr
+    assert (a.board / "task_4.json").read_bytes() == before
+    assert a.tasks("claim", "--json", owner="cat").stdout.count('"id": 1') == 1  # passed over for #1
+
+
 def test_each_change_moves_the_ref_from_what_this_clone_believes(fleet):
     a, b = fleet.planned("a", "b")
 

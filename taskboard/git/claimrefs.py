@@ -594,14 +594,42 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
         return None
     if (
         doc.get("state") == "claimed"
-        and doc.get("owner") == record["owner"]
         and doc.get("lease") is not None
         and not _live(doc, time.time())
+        and (doc.get("owner") == record["owner"] or _superseded(record, doc, runtime.entry(record)))
     ):
         return doc
     if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record), config):
         return doc
     return None
+
+
+def _taken_over_and_lapsed(record: Record, doc: dict, entry: Any) -> bool:
+    """Whether the claim ref names another owner's claim that came after the one this
+    board's record shows (_superseded), and whose lease ran out: the record's holder lost
+    the task, its taker went away; the task is anyone's to take over (_lapsed)."""
+    return (
+        doc.get("state") == "claimed"
+        and doc.get("owner") != record["owner"]
+        and doc.get("lease") is not None
+        and not _live(doc, time.time())
+        and _superseded(record, doc, entry)
+    )
+
+
+def _superseded(record: Record, doc: dict, entry: Any) -> bool:
+    """Whether the claim ref's claim `doc`, of another owner than the one this board's
+    record names, came after the record's claim: someone took the task over on another
+    machine (whose board, saying so, may never come: that machine went away before it
+    synced). The record's claim is then over, unless this clone made it and the remote
+    was never seen to bear it (`claim --offline`, a ref that lagged): that one came after
+    what the ref says, and holds. A damaged runtime entry leaves it unknown: the clocks
+    decide, as in _ended."""
+    if entry.damaged:
+        return _number(doc.get("at")) and bool(doc["at"] >= _updated(record))
+    claim = entry.claim
+    made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
+    return not made_here or bool(claim.get("ref"))
 
 
 def _take_over(
@@ -1241,7 +1269,9 @@ def _disagreement(
             "one of them must give it back",
         )
     # a claim shown here that ended elsewhere is no disagreement: the ref decides, and a sync brings the board
-    if held and not _ended(record, doc, claims.Runtime(claims.state_of(board.store)).entry(record), config):
+    # (or, when the claim that ended it lapsed in turn, the next claimer takes it over: _lapsed)
+    entry = claims.Runtime(claims.state_of(board.store)).entry(record) if held else None
+    if held and not _ended(record, doc, entry, config) and not _taken_over_and_lapsed(record, doc, entry):
         message = f"#{record['id']} is held by {record['owner']} here but {where} does not say so"
         return push_fix(message, record["owner"], True)  # a claim of another that holds was named above
     return None
