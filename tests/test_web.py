@@ -212,6 +212,66 @@ def test_every_task_in_the_graph_includes_the_archived_ones_marked(web, board):
     assert 'href="/task/1"' not in client.get("/graph").text
 
 
+def path_points(d: str, steps: int = 40) -> list[tuple[float, float]]:
+    """Points along an SVG path of M, L and C commands (absolute), as the browser draws it."""
+    points: list[tuple[float, float]] = []
+    here = (0.0, 0.0)
+    for command, numbers in re.findall(r"([MLC])([^MLC]*)", d):
+        values = [float(v) for v in re.findall(r"-?[0-9.]+", numbers)]
+        pairs = list(zip(values[::2], values[1::2], strict=True))
+        if command == "M":
+            here = pairs[0]
+        elif command == "L":
+            points += [
+                (here[0] + (pairs[0][0] - here[0]) * i / steps, here[1] + (pairs[0][1] - here[1]) * i / steps)
+                for i in range(steps + 1)
+            ]
+            here = pairs[0]
+        else:
+            (ax, ay), (bx, by), (cx, cy) = pairs
+            for i in range(steps + 1):
+                t = i / steps
+                u = 1 - t
+                points.append(
+                    (
+                        u**3 * here[0] + 3 * u * u * t * ax + 3 * u * t * t * bx + t**3 * cx,
+                        u**3 * here[1] + 3 * u * u * t * ay + 3 * u * t * t * by + t**3 * cy,
+                    )
+                )
+            here = (cx, cy)
+    return points
+
+
+def test_an_arrow_across_layers_passes_behind_no_task(web, board):
+    """An edge that skips a layer is drawn around the tasks in between: drawn straight it
+    went behind them and seemed to end at one (#5 → #6 read as #5 → #3)."""
+    client, _site = web
+    for args in (("update", "4", "--add-blocks", "3"), ("create", "Release", "--blocked-by", "3", "--blocked-by", "4")):
+        assert tasks(board, *args).returncode == 0
+    page = client.get("/graph").text
+    boxes = {
+        int(n): (float(x), float(y))
+        for n, x, y in re.findall(
+            r'<a href="/task/(\d+)" class="node[^>]*><title>[^<]*</title>\s*<rect x="([0-9.]+)" y="([0-9.]+)"', page
+        )
+    }
+    assert sorted(boxes) == [1, 2, 3, 4, 5]
+    edges = re.findall(r'<path class="edge" d="([^"]+)"', page)
+    assert len(edges) == 5  # 1→2, 2→3, 4→3, 3→5, 4→5: two of them skip a layer
+    long = 0
+    for d in edges:
+        points = path_points(d)
+        (sx, sy), (ex, ey) = points[0], points[-1]
+        ends = {n for n, (x, y) in boxes.items() if (x + 200, y + 22) == (sx, sy) or (x, y + 22) == (ex, ey)}
+        assert len(ends) == 2, (d, boxes)
+        long += ex - sx > 64
+        for n, (x, y) in boxes.items():
+            if n not in ends:
+                inside = [(px, py) for px, py in points if x < px < x + 200 and y < py < y + 44]
+                assert not inside, (d, n, inside[:3])
+    assert long == 2
+
+
 def test_get_never_changes_a_file(web, board):
     client, _site = web
     before = files(board, cache=False)

@@ -493,11 +493,24 @@ def _layout(records: list[Record], edges: list[tuple[int, int]]) -> tuple[list[d
 
 
 def _edge_path(start: dict, end: dict) -> dict:
+    """An arrow from a blocker's right side to its dependent's left. One that spans
+    several layers runs along the gap between two rows of nodes (the one nearest its
+    ends), never behind a task it does not join: drawn straight, it passed behind the
+    tasks in between and seemed to end at one of them."""
     x1, y1 = start["x"] + NODE_W, start["y"] + NODE_H / 2
     x2, y2 = end["x"], end["y"] + NODE_H / 2
     if x2 <= x1:  # same layer or backwards (a cycle): loop around below
         x2 = end["x"] + NODE_W / 2
         y2 = end["y"] + NODE_H
+    elif x2 - x1 > GAP_X:  # layers in between: down (or up) to a gap between rows, along it, and back
+        step = NODE_H + GAP_Y
+        gap = round(((y1 + y2) / 2 - PAD + GAP_Y / 2) / step)  # gap k lies above row k
+        yc = PAD + gap * step - GAP_Y / 2
+        xa, xb, bend = x1 + GAP_X, x2 - GAP_X, GAP_X / 2
+        return {
+            "d": f"M{x1:.0f},{y1:.0f} C{x1 + bend:.0f},{y1:.0f} {xa - bend:.0f},{yc:.0f} {xa:.0f},{yc:.0f} "
+            f"L{xb:.0f},{yc:.0f} C{xb + bend:.0f},{yc:.0f} {x2 - bend:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"
+        }
     bend = max(24.0, (x2 - x1) / 2)
     return {"d": f"M{x1:.0f},{y1:.0f} C{x1 + bend:.0f},{y1:.0f} {x2 - bend:.0f},{y2:.0f} {x2:.0f},{y2:.0f}"}
 
