@@ -544,6 +544,44 @@ def test_every_action_of_the_page(web, board):
     ]
 
 
+def test_an_archived_tasks_page_acts_on_it(web, board):
+    """The page of an archived task (DESIGN §11: shown, marked so) offers Reopen and Note;
+    its forms were refused as stale ("changed since your page showed it: rewritten"): the
+    page's version was taken of the record as shown, with its archived mark."""
+    client, site = web
+    assert tasks(board, "done", "1", caller="bob").returncode == 0
+    assert tasks(board, "done", "2").returncode == 0
+    assert tasks(board, "archive", "--older-than", "0").returncode == 0
+    assert (board / "archive" / "task_2.json").exists()
+
+    def act(task_id: int, action: str, **form: str) -> dict:
+        page = client.get(f"/task/{task_id}").text
+        assert "archived" in page
+        answer = post(
+            client,
+            site,
+            f"/task/{task_id}/{action}",
+            {"version": version_on(page, task_id), **form},
+            headers={"accept": "application/json"},
+        )
+        return answer.json()
+
+    noted = act(1, "note", text="kept for the record")
+    assert noted["ok"], noted
+    assert (board / "archive" / "task_1.json").exists()  # a note changes no task file
+    reopened = act(2, "reopen", note="not quite")
+    assert reopened["ok"], reopened
+    assert record(board, 2)["status"] == "pending" and not (board / "archive" / "task_2.json").exists()
+    # a page that showed the task before it was archived still acts on it: archiving moved it, changed nothing
+    assert tasks(board, "restore", "1").returncode == 0
+    page = client.get("/task/1").text
+    assert "archived" not in re.sub(r"<[^>]+>", "", page).split("Journal")[0]
+    assert tasks(board, "archive", "--older-than", "0").returncode == 0
+    assert (board / "archive" / "task_1.json").exists()
+    answer = post(client, site, "/task/1/note", {"version": version_on(page, 1), "text": "again"})
+    assert answer.status_code == 303
+
+
 def test_completing_runs_the_gate_and_shows_its_failure(web, board):
     client, site = web
     assert tasks(board, "update", "4", "--gate", "echo nope; exit 3").returncode == 0

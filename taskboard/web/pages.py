@@ -232,6 +232,9 @@ def task_page(board: Board, task_id: int, now: float | None = None, remember: An
     record = outcome.record
     assert record is not None
     neighbours = outcome.neighbours
+    # the version its forms carry is of the record as filed: an archived task is shown
+    # marked so (never written), and archiving moves a file without changing it
+    filed = {k: v for k, v in record.items() if k != "archived"} if task_id in board.store.archived else record
 
     def lookup(other: int) -> Record | None:
         if other == task_id:
@@ -305,7 +308,7 @@ def task_page(board: Board, task_id: int, now: float | None = None, remember: An
             "owner": safe["owner"],
             "marker": MARKERS[record["status"]],
             "troubles": trouble_words(notes),
-            "version": (remember or version_of)(record),
+            "version": (remember or version_of)(filed),
         },
         "rows": rows,
         "blockers": [link(other) for other in record["blockedBy"]],
