@@ -104,7 +104,14 @@ def supervise(name: str, top: Path, env: dict, script: Path, rng: random.Random,
             text=True,
             start_new_session=True,  # its own group: a hook's kill -9 0 takes the agent, not us
         )
-        _, err = agent.communicate(timeout=900)
+        try:
+            _, err = agent.communicate(timeout=900)
+        except subprocess.TimeoutExpired:  # a stalled plan: stop this agent before the verdict reads the boards
+            with contextlib.suppress(OSError):
+                os.killpg(agent.pid, signal.SIGKILL)
+            _, err = agent.communicate()
+            log.append((name, "timed out", None, "", err.strip()[-600:]))
+            return
         with contextlib.suppress(OSError):
             os.killpg(agent.pid, signal.SIGKILL)  # a renewer left behind by a killed loop
         log.append((name, start, agent.returncode, "crash-after" if len(extra) > 1 else "", err.strip()[-600:]))
