@@ -411,6 +411,21 @@ def test_a_plain_claim_that_finds_nothing_says_why(sh, tmp_path):
     sh.tasks("--as", "bob", "claim", "2", cwd=tmp_path, env=env)
     said = sh.tasks("--as", "bob", "claim", cwd=tmp_path, env=env, expect=3).stderr
     assert "no ready task to claim for bob: #2 held by you" in said, said
+    # with another's task that may yet come, the caller's own is still its own (it was
+    # "held in another worktree or on another machine")
+    sh.tasks("create", "bench", cwd=tmp_path, env=env)
+    sh.tasks("--as", "cat", "claim", "4", cwd=tmp_path, env=env)
+    said = sh.tasks("--as", "bob", "claim", cwd=tmp_path, env=env, expect=3).stderr
+    assert "no ready task to claim for bob: #4 held by cat; #2 held by you" in said, said
+    # nor is a task reserved for someone else, or one stuck here
+    sh.tasks("create", "site", "--owner", "dan", cwd=tmp_path, env=env)
+    sh.tasks("create", "flaky", cwd=tmp_path, env=env)
+    for _ in range(3):
+        sh.tasks("--as", "bob", "claim", "6", cwd=tmp_path, env=env)
+        sh.tasks("--as", "bob", "release", "6", "--failed", "--note", "hangs", cwd=tmp_path, env=env)
+    said = sh.tasks("--as", "bob", "claim", cwd=tmp_path, env=env, expect=3).stderr
+    assert "#5 reserved for dan" in said and "#6 stuck" in said, said
+    assert "another worktree" not in said, said
 
 
 def test_tasks_worktrees_set_in_an_included_git_config_file_counts(sh, tmp_path):

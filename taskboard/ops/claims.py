@@ -836,21 +836,32 @@ def why_none_ready(board: Desk[Store], owner: str) -> str:
         shot = snapshot(board.store, history=False)
     groups: dict[str, list[int]] = {}
     holders: dict[int, str] = {}
+    runtime = Runtime(state_of(board.store))
     for record in [shot.open[task_id] for task_id in sorted(shot.open)]:
         if record["status"] == "in_progress" and record["owner"] != owner:
             key = "held"
+            holders[record["id"]] = record["owner"]
+        elif record["status"] == "in_progress":
+            key = "yours"
+        elif record["owner"] not in ("", owner):
+            key = "reserved"
             holders[record["id"]] = record["owner"]
         elif graph.open_blockers(record, shot.lookup):
             key = "blocked"
         elif waits(record):
             key = "later"
+        elif runtime.entry(record).stuck:
+            key = "stuck"
         else:
             key = "elsewhere"
         groups.setdefault(key, []).append(record["id"])
     words = {
         "held": "held by {holders}",
+        "yours": "held by you",
+        "reserved": "reserved for {holders}",
         "blocked": "blocked by unfinished tasks",
         "later": "kept out until their after time",
+        "stuck": "stuck (failed too often: a person must put it back)",
         "elsewhere": "held in another worktree or on another machine",
     }
     parts = []
