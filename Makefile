@@ -33,8 +33,8 @@ install:  ## put `tasks` on your PATH, with the MCP and web extras: pipx, else u
 	fi
 
 uninstall:  ## take `tasks` off your PATH again (whichever way make install put it there)
-	-@command -v pipx >/dev/null 2>&1 && pipx uninstall repo-taskboard
-	-@command -v uv >/dev/null 2>&1 && uv tool uninstall repo-taskboard
+	@if command -v pipx >/dev/null 2>&1; then pipx uninstall repo-taskboard || true; fi
+	@if command -v uv >/dev/null 2>&1; then uv tool uninstall repo-taskboard || true; fi
 	rm -rf '$(TOOL_VENV)'
 	@if [ -L '$(PREFIX)/bin/tasks' ] && [ ! -e '$(PREFIX)/bin/tasks' ]; then rm -f '$(PREFIX)/bin/tasks'; fi
 
