@@ -498,3 +498,34 @@ def test_a_claim_taken_over_on_another_machine_leaves_check_clean_once_synced_in
     a.tasks("sync")
     assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "bob")
     assert a.json("check") == {"ok": True, "problems": []}
+
+
+@pytest.mark.parametrize("point", ["marked", "board", "head"])
+def test_a_landing_cut_off_before_head_moved_is_merged_under_the_commit_made_after_it(fleet, point):
+    """A sync killed after it marked its landing, after it wrote the board's files (HEAD
+    not moved yet: the case that failed), or after HEAD moved; the user then commits (git
+    alone) and syncs. Where the board on disk came from the remote (what the landing
+    brought) and HEAD did not, the next sync must merge that landing in, not commit the
+    remote's old values as edits of this clone, which a three-way merge sets against the
+    remote's newer ones. b's hand edit completes #1
+    keeping the second of its claim (a change in the same second as another reads the
+    same): committed as c's own edit, the claim won that tie and undid the completion on
+    the remote, and check said sound (found by the README's loop, three clones)."""
+    b, c = fleet.planned("b", "c")
+    b.tasks("claim", "1", owner="bob")
+    b.tasks("sync")
+    killed = c.spawn("sync", TASKS_TEST_SYNC_KILL=point)
+    killed.communicate(timeout=120)
+    assert killed.returncode == -signal.SIGKILL
+    done = json.loads((b.board / "task_1.json").read_text())
+    done["status"] = "completed"  # by hand, its updatedAt kept: the claim's second
+    (b.board / "task_1.json").write_text(json.dumps(done, indent=2) + "\n")
+    b.git("commit", "-q", "-am", "Lexer done (by hand)")
+    b.tasks("sync")
+    c.commit_file("notes.txt", "c's own work\n", "c: notes")
+    synced = c.tasks("sync")
+    assert "notes.txt" in c.git("ls-tree", "--name-only", "origin/main").stdout, synced
+    assert json.loads(remote_file(fleet, ".tasks/task_1.json"))["status"] == "completed"
+    b.tasks("sync")
+    agreed(b, c)
+    assert c.records()[1]["status"] == "completed"

@@ -291,10 +291,26 @@ class _Plumbing:
         marker = self.read_marker()
         if marker is None:
             return
-        head = _rev(self.git, "HEAD")
-        if head in (marker.get("from"), marker.get("to")) and marker.get("to"):
-            self.land(board, marker.get("from"), marker["to"], marker.get("snapshot"))
+        head, old, target = _rev(self.git, "HEAD"), marker.get("from"), marker.get("to")
+        if head in (old, target) and target:
+            self.land(board, old, target, marker.get("snapshot"))
+        elif head and old and target and self._ancestor(old, head) and not self._ancestor(target, head):
+            self._land_under(board, head, target, marker.get("snapshot"))
         _unlink(str(self.repo.git_dir / MARKER))
+
+    def _land_under(self, board: Board, head: str, target: str, snapshot: str | None) -> None:
+        """A landing cut off before HEAD moved, after which the user committed: the board's
+        files may hold what `target` brought (the remote's), which committed now would be
+        this clone's edits, set against the remote's newer values by the next merge (a tie
+        in one second went to the old one). `target` is merged under the new HEAD instead,
+        and that merge landed; the files' edits since `snapshot` kept either way. Where that
+        merge cannot be made without a person (files outside the board the landing already
+        wrote), the board is committed as it is, as before."""
+        try:
+            merged, _notes = self.merge(head, target, "the interrupted sync", target)
+        except (Refused, UsageError):
+            return
+        self.land(board, head, merged, snapshot)
 
     def clean(self) -> None:
         """sync's private files in the git folder, gone (the marker and the lock stay)."""
