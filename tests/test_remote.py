@@ -803,3 +803,43 @@ def test_a_release_is_not_undone_by_checking_out_a_branch_from_before_it(fleet):
     a.git("checkout", "-q", "old")
     a.tasks("check", "--fix")
     assert _claim_refs_of(fleet, 4) == [("released", "")]
+
+
+@pytest.mark.parametrize("claimed_in", ["main", "branch"])
+def test_a_release_made_in_another_worktree_than_the_claim_ends_it_there_too(fleet, claimed_in):
+    """Branch worktrees (tasks.worktrees branch) of one clone share its runtime state. cat
+    claims #4 in one worktree, both sync, cat gives #4 back in the other. The release
+    forgets cat's claim wherever in the clone it was made: the claiming worktree, whose
+    file still says cat holds #4, is sound, its check --fix and its sync push nothing back,
+    and bob claims #4 from another clone. (It forgot only a claim made in its own
+    worktree: the claiming worktree took the release for its own change killed before its
+    file and pushed cat's claim back, for good.)"""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    branch = a.worktree("feat")
+    claiming, releasing = (a, branch) if claimed_in == "main" else (branch, a)
+    claiming.tasks("claim", "4", owner="cat")
+    claiming.tasks("sync")
+    releasing.tasks("sync")
+    assert (releasing.records()[4]["status"], releasing.records()[4]["owner"]) == ("in_progress", "cat")
+    releasing.tasks("release", "4", owner="cat")
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    assert (claiming.records()[4]["status"], claiming.records()[4]["owner"]) == ("in_progress", "cat")
+    assert json.loads(claiming.tasks("check", "--json").stdout)["ok"] is True
+    claiming.tasks("check", "--fix")
+    claiming.tasks("sync")
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    took = b.json("claim", "4", owner="bob")
+    assert (took["status"], took["owner"]) == ("in_progress", "bob")
+
+
+def test_a_waiter_in_the_claiming_worktree_takes_a_task_given_back_in_another(fleet):
+    a, _b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    branch = a.worktree("feat")
+    branch.tasks("release", "4", owner="cat")
+    code, out, err = waiter(a, "dan", "4", "--wait", "20")
+    assert code == 0 and json.loads(out)["id"] == 4, err
+    assert _claim_refs_of(fleet, 4) == [("claimed", "dan")]

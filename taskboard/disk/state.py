@@ -248,6 +248,33 @@ def reopened_since(record: Record | None, done: dict | None, board: str) -> bool
     return updated > iso(moment) and not (type(own) is str and updated <= own)
 
 
+def follow(entry: Entry, record: Record, was: tuple[str, str], board: str, shared: bool, now: float) -> None:
+    """The entry after a change on `board` moved the record's status or owner from `was`
+    (status, owner). A release or any move away from the holder forgets the holder's
+    claim wherever in the clone it was made (a branch worktree gives back what another
+    claimed: the claim is the same one); completing ends any claim."""
+    status, owner = record["status"], record["owner"]
+    claim = entry.claim
+
+    def here(mark: dict | None) -> bool:
+        return mark is not None and mark["board"] == board
+
+    if status == "in_progress":
+        if not (here(claim) and claim and claim["owner"] == owner):
+            entry.claim = {"owner": owner, "board": board, "at": now, "renewed": now, "lease": None} if shared else None
+        if here(entry.done):
+            entry.done = None
+    elif status == "completed":
+        entry.claim = None  # completing ends any claim, here or elsewhere
+        entry.done = {"board": board, "by": owner, "at": now} if shared else None
+        entry.failures = []
+    else:
+        if here(claim) or (claim and was == ("in_progress", claim["owner"])):
+            entry.claim = None
+        if here(entry.done):
+            entry.done = None
+
+
 def state_of(store: Any) -> State:
     """The runtime state of a store's board (its `path` and `timeout`), made once per
     process and kept in the store's `runtime`."""

@@ -7,9 +7,10 @@ How the runtime state follows the task files: a claim writes its entry (holder, 
 lease) before the task file, under the board lock and then the state lock, so two
 worktrees racing for one task meet in the state lock and exactly one wins. Every other
 change that moves a task's status or owner brings the entry up to date in the same
-commit (`record`): released → no claim, completed → a `done` mark other worktrees
-honour, failed → one more attempt. On its own board the task file is the truth: an
-entry that disagrees with it (a process killed between the two writes) is ignored.
+commit (`record`): released → no claim of the holder, wherever in the clone it was made,
+completed → a `done` mark other worktrees honour, failed → one more attempt. On its own
+board the task file is the truth: an entry that disagrees with it (a process killed
+between the two writes) is ignored.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..disk.state import (
     Entry,
     State,
     duration_text,
+    follow,
     format_duration,
     is_uid,
     iso,
@@ -512,7 +514,8 @@ def record(store: Store, change: Change, moved: list[Record], kept: dict[str, En
         entry = state.read(current["uid"])
         before = dumps(entry.document(), sort_keys=True)  # a copy: the edits below change the dicts in place
         if task_id in moved_ids:
-            _follow(entry, current, runtime, here)
+            was = change.was.get(task_id, (current["status"], current["owner"]))
+            follow(entry, current, was, here, state.shared, runtime.now)
         plan = change.runtime.get(task_id, {})
         if plan.get("retry"):
             entry.failures = []
@@ -537,27 +540,6 @@ def _keep_closed(entry: Entry, here: str, record: Record) -> None:
     marks = dict(marks) if type(marks) is dict else {}
     marks[here] = record["updatedAt"]
     entry.done = {**entry.done, "kept": marks}
-
-
-def _follow(entry: Entry, record: Record, runtime: Runtime, here: str) -> None:
-    """The entry after the record's status or owner moved on this board."""
-    status, owner = record["status"], record["owner"]
-    shared = runtime.state.shared
-    if status == "in_progress":
-        if not (runtime.here(entry.claim) and entry.claim and entry.claim["owner"] == owner):
-            now = runtime.now
-            entry.claim = {"owner": owner, "board": here, "at": now, "renewed": now, "lease": None} if shared else None
-        if runtime.here(entry.done):
-            entry.done = None
-    elif status == "completed":
-        entry.claim = None  # completing ends any claim, here or elsewhere
-        entry.done = {"board": here, "by": owner, "at": runtime.now} if shared else None
-        entry.failures = []
-    else:
-        if runtime.here(entry.claim):
-            entry.claim = None
-        if runtime.here(entry.done):
-            entry.done = None
 
 
 def fail(board: Desk[Store], task_id: int, note: str) -> Outcome:
