@@ -846,6 +846,30 @@ def test_a_planted_intent_of_damaged_records_is_never_replayed(b):
     assert snapshot(b) == before and scratch_left(b) == []
 
 
+def test_a_planted_intent_whose_runtime_is_junk_replays_its_files_and_nothing_else(b):
+    """An intent names the tasks whose status or owner it moves, for the runtime state to
+    follow them when it is replayed; a planted one naming junk, or tasks it carries no file
+    of, changes nothing there and never stops the command."""
+    before = snapshot(b)
+    (b / ".scratch").mkdir(exist_ok=True)
+    one = (b / "task_1.json").read_text()
+    uid = json.loads(one)["uid"]
+    runtime = [
+        5,
+        {"task": [1], "uid": uid, "was": ["in_progress", "cat"]},
+        {"task": 1, "uid": uid, "was": "in_progress"},
+        {"task": 1, "uid": uid, "was": ["in_progress", 7]},
+        {"task": 1, "uid": "0" * 12, "was": ["in_progress", "cat"]},
+        {"task": 2, "uid": uid, "was": ["in_progress", "cat"]},
+    ]
+    intent = {"intent": 1, "files": {"task_1.json": one}, "runtime": runtime}
+    (b / ".scratch" / "intent.json").write_text(json.dumps(intent))
+    result = tasks(b, "list")
+    no_trace(result)
+    assert result.returncode == 0 and b"completed an interrupted change" in result.stderr
+    assert snapshot(b) == before and scratch_left(b) == []
+
+
 # -- the review after the next ten: permissions, forged caches, machinery of the wrong kind -------
 
 

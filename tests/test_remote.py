@@ -843,3 +843,85 @@ def test_a_waiter_in_the_claiming_worktree_takes_a_task_given_back_in_another(fl
     code, out, err = waiter(a, "dan", "4", "--wait", "20")
     assert code == 0 and json.loads(out)["id"] == 4, err
     assert _claim_refs_of(fleet, 4) == [("claimed", "dan")]
+
+
+@pytest.mark.parametrize("point", [2, 3])
+@pytest.mark.parametrize(("command", "ended"), [("release", "released"), ("done", "done")])
+def test_a_release_or_completion_killed_after_its_intent_ends_the_claim_in_every_worktree(fleet, command, ended, point):
+    """cat claims #4 in the main worktree and syncs; a branch worktree starts from there
+    (its file says cat holds #4). cat's release or completion in the main worktree moves
+    the ref, puts its intent in place and is killed (-9) once it appended to the journal
+    (point 2) or once its task file moved (3), before anything else ran in that worktree:
+    the change happened (the next command there completes it). At 3 the runtime state
+    says so (it follows the change before the files move); at 2 the claim is marked as
+    being ended from that worktree, whose intent says so. The branch worktree's check
+    --fix pushes nothing back, a waiter there takes a released task, and bob's claim from
+    another clone is refused for a completed one. (The runtime state followed only after
+    the files, so the kill left cat's claim in it, and check --fix there pushed `claimed
+    cat` back, over a completion too.)"""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    branch = a.worktree("feat")
+    killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": str(point)}).tasks(
+        command, "4", owner="cat", expect=None
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert _claim_refs_of(fleet, 4) == [(ended, "cat" if ended == "done" else "")]
+    assert (branch.records()[4]["status"], branch.records()[4]["owner"]) == ("in_progress", "cat")
+    branch.tasks("check", "--fix", expect=None)
+    assert _claim_refs_of(fleet, 4) == [(ended, "cat" if ended == "done" else "")]
+    a.tasks("list")  # completes the change there
+    assert a.records()[4]["status"] == ("completed" if ended == "done" else "pending")
+    if ended == "released":  # a waiter in the branch worktree is not kept waiting on cat
+        code, out, err = waiter(branch, "dan", "4", "--wait", "20")
+        assert code == 0 and json.loads(out)["id"] == 4, err
+        assert _claim_refs_of(fleet, 4) == [("claimed", "dan")]
+    else:
+        b.tasks("claim", "4", owner="bob", expect=4)
+
+
+def test_a_release_killed_after_its_intent_before_its_file_ends_the_claim_once_recovered(fleet):
+    """Killed (-9) once its intent is in place, before the journal or any file: the next
+    command in that worktree completes it, runtime state included (the intent says which
+    tasks moved and from what), and then no other worktree undoes it."""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    branch = a.worktree("feat")
+    killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": "1"}).tasks("release", "4", owner="cat", expect=None)
+    assert killed.returncode == -9, killed.stderr
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "cat")
+    a.tasks("list")  # any command there completes the change first
+    assert a.records()[4]["status"] == "pending"
+    branch.tasks("check", "--fix", expect=None)
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    took = b.json("claim", "4", owner="bob")
+    assert (took["status"], took["owner"]) == ("in_progress", "bob")
+
+
+def test_a_release_killed_before_its_intent_is_put_back_by_another_worktree(fleet):
+    """Killed (-9) after the ref moved and before the change's intent was in place: no file
+    will ever say it, the runtime state still holds cat's claim, and the branch worktree's
+    check --fix puts the ref back (as 9386cb2 kept). The kill comes once the intent is in
+    place (the first file a change puts anywhere), and the intent is then named as the
+    temporary file it was just before its rename: what a kill an instant earlier leaves."""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    branch = a.worktree("feat")
+    killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": "1"}).tasks("release", "4", owner="cat", expect=None)
+    assert killed.returncode == -9, killed.stderr
+    scratch = a.top / ".tasks" / ".scratch"
+    (scratch / "intent.json").rename(scratch / ".intent.json.999999.tmp")
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "cat")
+    branch.tasks("check", "--fix", expect=None)
+    assert _claim_refs_of(fleet, 4) == [("claimed", "cat")]
+    b.tasks("claim", "4", owner="bob", expect=4)
+    a.tasks("check", "--fix")  # the leftover goes; the claim stands
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "cat")
+    assert sorted(p.name for p in scratch.iterdir()) == []

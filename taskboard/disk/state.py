@@ -275,6 +275,43 @@ def follow(entry: Entry, record: Record, was: tuple[str, str], board: str, share
             entry.done = None
 
 
+def _followed(entry: Entry, record: Record, board: str) -> bool:
+    """Whether the entry already holds the claim or completion the record shows, made on
+    `board` (a replay leaves it as its writer made it: a lease, the completion's time).
+    A release's follow is the same however often it runs."""
+    status, claim = record["status"], entry.claim
+    if status == "in_progress":
+        return claim is not None and claim["board"] == board and claim["owner"] == record["owner"]
+    if status == "completed":
+        return claim is None and entry.done is not None and entry.done["board"] == board
+    return False
+
+
+def replay(store: Any, moves: list[tuple[Record, tuple[str, str]]]) -> None:
+    """A recovery's replay of what a killed change made the runtime state follow (its
+    intent's `runtime`: each task whose status or owner moved, and from what): the
+    runtime state is brought up to date with the files the recovery completed, as the
+    change would have, so that a release or completion killed after its intent ends the
+    claim as a finished one does. Under the state lock (after the board lock)."""
+    state = state_of(store)
+    with state.locked():
+        now = time.time()
+        for record, was in moves:
+            uid = record.get("uid")
+            if not isinstance(uid, str) or not is_uid(uid):
+                continue
+            entry = state.read(uid)
+            if entry.damaged:
+                continue
+            if _followed(entry, record, state.board):
+                continue
+            before = dumps(entry.document(), sort_keys=True)
+            follow(entry, record, was, state.board, state.shared, now)
+            entry.task = record.get("id") if type(record.get("id")) is int else entry.task
+            if dumps(entry.document(), sort_keys=True) != before:
+                state.write(entry)
+
+
 def state_of(store: Any) -> State:
     """The runtime state of a store's board (its `path` and `timeout`), made once per
     process and kept in the store's `runtime`."""

@@ -1027,6 +1027,8 @@ class Store:
         new: list[str] | None = None,
         expect: dict[str, int] | None = None,
         reserved: dict[str, int] | None = None,
+        then: Callable[[], None] | None = None,
+        runtime: list[dict] | None = None,
     ) -> None:
         """Replace the named board files and append lines to journal shards
         (taskboard.journal) as one change: all of it or none, even if the process is
@@ -1049,6 +1051,12 @@ class Store:
         create holds: put in place through that open file, never by its reservation's name
         (_place_reserved).
 
+        `then` (what follows the files: the runtime state) runs once the intent is in
+        place and nothing refused the change, just before the first file it replaces
+        moves: from there on the change happens, by this command or by the replay.
+        `runtime`, kept in the intent, is what the replay hands back to bring the
+        runtime state up to date (taskboard.disk.state.replay) when a kill came first.
+
         A change of new files only (a create, an import of a plan) replaces nothing, so its
         intent need not be durable: a kill keeps what was written, and the replay puts a
         new file only where none is. The syncs after its moves wait until the lock is let
@@ -1065,6 +1073,8 @@ class Store:
         self._reserved = reserved or {}
         if len(files) == 1 and not appends and not remove and not new:
             self._write_one(files)
+            if then is not None:
+                then()
             return
         fresh = bool(files) and not remove and all(name in (new or ()) for name in files)
         ready = {name: f"{self.scratch_dir}/{name}{RESERVED}" for name in self._reserved}
@@ -1075,7 +1085,7 @@ class Store:
             self._make_scratch()
             for name, data in files.items():
                 staged.append((name, ready[name] if name in ready else self._stage(name, data, sync=False)))
-            payload = _intent_of(files, appends, remove, list(files) if fresh else None)
+            payload = _intent_of(files, appends, remove, list(files) if fresh else None, runtime)
             intent = self._replace(self.scratch_dir, INTENT_NAME, payload, sync=False)
             if fresh:  # a file is whole on the disk before its name is (DESIGN §6); that is all
                 _sync_together([temp for name, temp in staged if name not in ready], [])
@@ -1089,7 +1099,7 @@ class Store:
             raise unusable(self.root, exc, "; nothing was changed") from None
         moved: list[str] = []
         try:
-            self._move_into_place(staged, remove or [], moved, new or [])
+            self._move_into_place(staged, remove or [], moved, new or [], then)
         except (OSError, Busy) as exc:  # Busy: another writer came first (Changed, Taken), before any move
             if not moved:  # refused before any file moved (a board folder without write access): undone
                 self._undo_appends(sizes)
@@ -1158,16 +1168,25 @@ class Store:
             self._last = max([self._last] + [board_file_id(name) or 0 for name in files])
 
     def _move_into_place(
-        self, staged: list[tuple[str, str]], remove: list[str], moved: list[str], new: list[str]
+        self,
+        staged: list[tuple[str, str]],
+        remove: list[str],
+        moved: list[str],
+        new: list[str],
+        then: Callable[[], None] | None = None,
     ) -> None:
         """The staged files renamed into place and the files that go removed; `moved`
         names each as it is done, so a failure tells whether anything changed. New files
         go first, each only where no file of its name exists (Taken before anything moved),
-        and none moves when a file it replaces changed since it was read (Changed)."""
+        and none moves when a file it replaces changed since it was read (Changed). `then`
+        runs after the new files and before the first file replaced or removed."""
         self._unchanged([name for name, _ in staged] + remove, new)
         if any(name.startswith(ARCHIVE_FOLDER + "/") for name, _ in staged):
             self._make_archive()
         for name, temp in sorted(staged, key=lambda item: item[0] not in new):
+            if then is not None and name not in new:
+                then()
+                then = None
             self._moving(name)
             if name in new:
                 self._place_new(name, temp)
@@ -1181,6 +1200,8 @@ class Store:
                 with suppress(FileNotFoundError):
                     os.unlink(os.path.join(self.path, name))
                     moved.append(name)
+        if then is not None:
+            then()
 
     def _place_new(self, name: str, temp: str) -> None:
         """A new task file put in place by a hard link, which fails when the name exists: a
@@ -1430,6 +1451,7 @@ class Store:
                 notes.append(Note("intent-discarded", "discarded an unreadable intent of an interrupted change"))
             else:
                 lost = self._apply(placing, journaled=True, remove=remove, appends=appends, replay=True)
+                _replay_runtime(self, intent.get("runtime"), files)
                 ids = sorted(board_file_id(name) or 0 for name in files)
                 what = ids_text(ids) if ids else "the journal"
                 notes.append(Note("recovered", f"completed an interrupted change to {what}", tasks=ids))
@@ -1468,10 +1490,15 @@ def _unlink_if_same(path: str, fd: int) -> None:
 
 
 def _intent_of(
-    files: dict[str, bytes], appends: dict[str, bytes] | None, remove: list[str] | None, new: list[str] | None
+    files: dict[str, bytes],
+    appends: dict[str, bytes] | None,
+    remove: list[str] | None,
+    new: list[str] | None,
+    runtime: list[dict] | None = None,
 ) -> bytes:
-    """The intent of a change: every new file content, journal line, file to remove, and
-    which files are new (the replay puts those only where no file of their name is)."""
+    """The intent of a change: every new file content, journal line, file to remove,
+    which files are new (the replay puts those only where no file of their name is), and
+    the tasks whose status or owner moved, from what (the runtime state follows them)."""
     document: dict = {"intent": 1, "files": {name: data.decode("utf-8") for name, data in files.items()}}
     if appends:
         document["appends"] = {name: data.decode("utf-8") for name, data in appends.items()}
@@ -1479,7 +1506,56 @@ def _intent_of(
         document["remove"] = list(remove)
     if new:
         document["new"] = new
+    if runtime:
+        document["runtime"] = runtime
     return dumps(document).encode("utf-8")
+
+
+def _replay_runtime(store: Store, runtime: Any, files: dict[str, bytes]) -> None:
+    """The runtime state follows the tasks a replayed intent moved (`runtime`: each one's
+    id, uid and status and owner before), as their files now say (taskboard.disk.state)."""
+    if not isinstance(runtime, list) or not runtime:
+        return
+    by_id: dict[int, Record] = {}
+    for name, data in files.items():
+        task_id = board_file_id(name)
+        if task_id is not None:
+            by_id[task_id] = decode(data, name)
+    moves = []
+    for item in runtime:  # a planted intent names nothing it does not carry
+        if not isinstance(item, dict) or type(item.get("task")) is not int:
+            continue
+        record, was = by_id.get(item["task"]), item.get("was")
+        if record is None or record.get("uid") != item.get("uid"):
+            continue
+        if isinstance(was, list) and len(was) == 2 and all(isinstance(part, str) for part in was):
+            moves.append((record, (was[0], was[1])))
+    if moves:
+        from .state import replay
+
+        replay(store, moves)
+
+
+def intent_ends(board: str, uid: str) -> bool:
+    """Whether the board at `board` holds the intent of a change, not replayed yet, that
+    moves the task `uid` away from the holder of its claim (a release or completion killed
+    once its intent was in place: the next command there completes it, runtime state
+    included). Read only, no lock: an intent is whole or absent."""
+    path = os.path.join(board, SCRATCH_NAME, INTENT_NAME)
+    try:
+        if _has_hole(path):
+            return False
+        intent = loads(read_bytes(path, limit=1 << 30))
+    except (OSError, ValueError, RecursionError):
+        return False
+    moves = intent.get("runtime") if isinstance(intent, dict) and intent.get("intent") == 1 else None
+    return isinstance(moves, list) and any(
+        isinstance(item, dict)
+        and item.get("uid") == uid
+        and isinstance(item.get("was"), list)
+        and item["was"][:1] == ["in_progress"]
+        for item in moves
+    )
 
 
 def _intent_appends(intent: dict) -> dict[str, bytes]:

@@ -281,11 +281,13 @@ def _ended(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     later: the board's file may be written after the release (a merge with a later edit
     made here) and still hold the claim the release ended. A release or completion this
     clone pushed ends the claim too, from any worktree or branch of the clone (they share
-    its id and its runtime state), unless this clone's runtime state still holds the claim:
-    a finished release forgets it (the state follows the file), so one that still holds it
-    did not write its file (a kill in between): not an end, and `check --fix` puts the ref
-    back, as a change that did not happen does. A damaged runtime entry leaves what this
-    clone made unknown: the clocks decide, as before."""
+    its id and its runtime state), once the change reached its intent: the runtime state
+    then forgets the holder's claim, wherever in the clone it was made (before the files
+    move; a recovery replays it), or, killed in between, holds it marked with the board
+    whose intent ends it (_intended). A claim still held with nothing behind it is this
+    clone's change killed after its ref moved and before its intent: not an end, and
+    `check --fix` puts the ref back, as a change that did not happen does. A damaged
+    runtime entry leaves what this clone made unknown: the clocks decide, as before."""
     if doc.get("state") not in ("released", "done"):
         return False
     if entry.damaged:
@@ -293,8 +295,20 @@ def _ended(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     claim = entry.claim  # this clone's runtime state of the task (taskboard.disk.state.Entry)
     made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
     if doc.get("clone") == config.clone:  # given back or completed here, in this or another worktree
-        return not made_here
+        return not made_here or _intended(claim, entry.uid)
     return not made_here or bool(claim.get("ref"))
+
+
+def _intended(claim: dict, uid: str) -> bool:
+    """Whether the claim this clone's runtime state still holds is ended by a change of
+    this clone killed after its intent was in place, before the state followed it: the
+    change marked the claim with its board (`ending`: taskboard.ops.claims._mark_ending),
+    and that board's scratch folder holds its intent, which the next command there
+    completes (taskboard.disk.store.intent_ends)."""
+    from ..disk.store import intent_ends
+
+    board = claim.get("ending")
+    return isinstance(board, str) and intent_ends(board, uid)
 
 
 def _mark_won(store: Store, uid: str, owner: str, sha: str | None) -> None:

@@ -74,7 +74,7 @@ class Board:
         change.plan = self._plan_runtime
         return change
 
-    def _keep_runtime(self, change: Change, moved: list[Record], write: Callable[[], None]) -> None:
+    def _keep_runtime(self, change: Change, moved: list[Record], write: Callable[..., None]) -> None:
         """The runtime state follows status and owner, and records a rewrite of a task that
         a completion in another worktree keeps closed here (taskboard.ops.claims), under
         its lock; a change with none of these writes its files alone."""

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
             remove: list[str] | None = None,
             new: list[str] | None = None,
             expect: dict[str, int] | None = None,
+            *,
+            then: Callable[[], None] | None = None,
+            runtime: list[dict] | None = None,
         ) -> None: ...
 
     S_co = TypeVar("S_co", bound=Files, covariant=True)
@@ -98,7 +101,7 @@ class Change:
         self.discard: list[str] = []  # second copies of a task a repair removes (one task live and archived)
         # the commit hook: keep(change, moved, write) writes, with what follows the files
         # (the runtime state, taskboard.ops.claims.keep); None writes the files alone
-        self.keep: Callable[[Change, list[Record], Callable[[], None]], None] | None = None
+        self.keep: Callable[[Change, list[Record], Callable[..., None]], None] | None = None
         # the hook before the commit: plan(change, task_id, outcome, **intent) checks and plans
         # what the runtime state will record (taskboard.ops.claims.before_commit); None: nothing
         self.plan: Callable[..., None] | None = None
@@ -215,8 +218,8 @@ class Change:
         }
         undo = self.guard(self, moved) if moved and self.guard is not None else None  # refused: nothing written
 
-        def write() -> None:
-            self.store.write(files, appends, remove=remove, new=new, expect=expect)
+        def write(then: Callable[[], None] | None = None, runtime: list[dict] | None = None) -> None:
+            self.store.write(files, appends, remove=remove, new=new, expect=expect, then=then, runtime=runtime)
 
         try:
             if (moved or self.runtime or written) and self.keep is not None:

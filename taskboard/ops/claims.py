@@ -7,7 +7,8 @@ How the runtime state follows the task files: a claim writes its entry (holder, 
 lease) before the task file, under the board lock and then the state lock, so two
 worktrees racing for one task meet in the state lock and exactly one wins. Every other
 change that moves a task's status or owner brings the entry up to date in the same
-commit (`record`): released → no claim of the holder, wherever in the clone it was made,
+commit (`record`, once its intent is in place and before its files move; a recovery
+replays it): released → no claim of the holder, wherever in the clone it was made,
 completed → a `done` mark other worktrees honour, failed → one more attempt. On its own
 board the task file is the truth: an entry that disagrees with it (a process killed
 between the two writes) is ignored.
@@ -484,14 +485,44 @@ def before_commit(store: Store, change: Change, task_id: int, outcome: Outcome, 
         change.runtime.setdefault(task_id, {}).update(plan)
 
 
-def keep(store: Store, change: Change, moved: list[Record], write: Callable[[], None]) -> None:
+def keep(store: Store, change: Change, moved: list[Record], write: Callable[..., None]) -> None:
     """A board's commit hook (Change.keep): the files written under the runtime state's
-    lock, and the state brought up to date with them."""
+    lock, and the state brought up to date with them once the change's intent is in
+    place, before any file moves (Store.write's `then`): a change killed after its intent
+    is completed by the next command, so the state must already say so, or say so when
+    the recovery replays the intent's `runtime` (what moved, and from what:
+    taskboard.disk.state.replay). Another worktree then never takes a release or
+    completion that reached its intent for one that did not happen (claimrefs._ended)."""
     state = state_of(store)
     with state.locked():
         kept = state.kept_closed(change.rewrites())
-        write()
-        record(store, change, moved, kept)
+        _mark_ending(state, change, moved)
+        moves = [
+            {"task": r["id"], "uid": r["uid"], "was": list(change.was.get(r["id"], (r["status"], r["owner"])))}
+            for r in moved
+            if is_uid(r.get("uid"))
+        ]
+        write(then=lambda: record(store, change, moved, kept), runtime=moves or None)
+
+
+def _mark_ending(state: State, change: Change, moved: list[Record]) -> None:
+    """Before the intent of a change that moves tasks away from their holder: each such
+    claim (made in any worktree of the clone) names this board as `ending` it. A change
+    killed once its intent was in place, before the state followed it, leaves the claim so
+    marked, and the intent in this board's scratch folder says whether the change will
+    happen (taskboard.disk.store.intent_ends): another worktree asks it before it takes a
+    release or completion this clone pushed for one that never reached a file
+    (taskboard.git.claimrefs._ended). A change that follows its claim drops the mark."""
+    for current in moved:
+        status, owner = change.was.get(current["id"], (current["status"], current["owner"]))
+        if status != "in_progress" or not is_uid(current.get("uid")):
+            continue
+        entry = state.read(current["uid"])
+        claim = entry.claim
+        if entry.damaged or not claim or claim["owner"] != owner or claim.get("ending") == state.board:
+            continue
+        entry.claim = {**claim, "ending": state.board}
+        state.write(entry)
 
 
 def record(store: Store, change: Change, moved: list[Record], kept: dict[str, Entry] | None = None) -> None:
