@@ -26,6 +26,7 @@ from ..core.model import check_owner, ids_text, new_uid
 from ..core.outcome import Event, Note, Outcome
 from ..disk.state import (
     MAX_NOTE,
+    REMOTE_NAME,
     Entry,
     State,
     duration_text,
@@ -512,7 +513,10 @@ def _mark_ending(state: State, change: Change, moved: list[Record]) -> None:
     marked, and the intent in this board's scratch folder says whether the change will
     happen (taskboard.disk.store.intent_ends): another worktree asks it before it takes a
     release or completion this clone pushed for one that never reached a file
-    (taskboard.git.claimrefs._ended). A change that follows its claim drops the mark."""
+    (taskboard.git.claimrefs._ended). A change that follows its claim drops the mark.
+    Only a clone whose claims go through a remote asks it: elsewhere nothing is marked."""
+    if not state.shared or not os.path.exists(os.path.join(state.folder, REMOTE_NAME)):
+        return
     for current in moved:
         status, owner = change.was.get(current["id"], (current["status"], current["owner"]))
         if status != "in_progress" or not is_uid(current.get("uid")):
