@@ -925,3 +925,22 @@ def test_a_release_killed_before_its_intent_is_put_back_by_another_worktree(flee
     a.tasks("check", "--fix")  # the leftover goes; the claim stands
     assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "cat")
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_a_recovered_completion_is_marked_as_of_when_it_was_made(fleet):
+    """A completion killed once its intent was in place is completed by the next command,
+    which brings the clone's runtime state up to date as the change would have: the claim
+    ended, the completion marked on that board as of the second the change stamped on the
+    file (a reopen merged in later must still count as later), not of the replay."""
+    a, _b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": "1"}).tasks("done", "4", owner="cat", expect=None)
+    assert killed.returncode == -9, killed.stderr
+    a.tasks("list")
+    record = a.records()[4]
+    assert record["status"] == "completed"
+    (found,) = [p for p in (a.top / ".git" / "tasks").rglob(f"{record['uid']}.json")]
+    entry = json.loads(found.read_text())
+    assert "claim" not in entry
+    assert entry["done"]["by"] == "cat"
+    assert entry["done"]["at"] == calendar.timegm(time.strptime(record["updatedAt"], "%Y-%m-%dT%H:%M:%SZ"))

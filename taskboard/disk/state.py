@@ -306,10 +306,21 @@ def replay(store: Any, moves: list[tuple[Record, tuple[str, str]]]) -> None:
             if _followed(entry, record, state.board):
                 continue
             before = dumps(entry.document(), sort_keys=True)
-            follow(entry, record, was, state.board, state.shared, now)
+            follow(entry, record, was, state.board, state.shared, _written_at(record, now))
             entry.task = record.get("id") if type(record.get("id")) is int else entry.task
             if dumps(entry.document(), sort_keys=True) != before:
                 state.write(entry)
+
+
+def _written_at(record: Record, default: float) -> float:
+    """The second the record's `updatedAt` names (when the killed change stamped it: a
+    replay later marks the completion as of then, not of the replay), else `default`."""
+    import calendar
+
+    try:
+        return float(calendar.timegm(time.strptime(str(record.get("updatedAt")), TIME_FORMAT)))
+    except ValueError:
+        return default
 
 
 def state_of(store: Any) -> State:
