@@ -287,14 +287,23 @@ def _ended(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     whose intent ends it (_intended). A claim still held with nothing behind it is this
     clone's change killed after its ref moved and before its intent: not an end, and
     `check --fix` puts the ref back, as a change that did not happen does. A damaged
-    runtime entry leaves what this clone made unknown: the clocks decide, as before."""
-    if doc.get("state") not in ("released", "done"):
-        return False
+    runtime entry leaves what this clone made unknown: the clocks decide, as before (_over)."""
+    return doc.get("state") in ("released", "done") and _over(record, doc, entry, config)
+
+
+def _over(record: Record, doc: dict, entry: Any, config: Config) -> bool:
+    """Whether the claim ref's document `doc`, which does not name the claim this board's
+    record shows (a release, a completion, or another owner's claim), came after that
+    claim and so ended it (_ended, _superseded): unless this clone made the claim and the
+    remote was never seen to bear it; or this clone moved the ref and its change never
+    reached its intent (the runtime state still holds the claim, with no intent of this
+    clone ending it: _intended). A damaged runtime entry leaves what this clone made
+    unknown: the clocks decide."""
     if entry.damaged:
         return _number(doc.get("at")) and bool(doc["at"] >= _updated(record))
     claim = entry.claim  # this clone's runtime state of the task (taskboard.disk.state.Entry)
     made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
-    if doc.get("clone") == config.clone:  # given back or completed here, in this or another worktree
+    if doc.get("clone") == config.clone:  # moved here, in this or another worktree
         return not made_here or _intended(claim, entry.uid)
     return not made_here or bool(claim.get("ref"))
 
@@ -610,7 +619,7 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
         doc.get("state") == "claimed"
         and doc.get("lease") is not None
         and not _live(doc, time.time())
-        and (doc.get("owner") == record["owner"] or _superseded(record, doc, runtime.entry(record)))
+        and (doc.get("owner") == record["owner"] or _superseded(record, doc, runtime.entry(record), config))
     ):
         return doc
     if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record), config):
@@ -618,7 +627,7 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
     return None
 
 
-def _taken_over_and_lapsed(record: Record, doc: dict, entry: Any) -> bool:
+def _taken_over_and_lapsed(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     """Whether the claim ref names another owner's claim that came after the one this
     board's record shows (_superseded), and whose lease ran out: the record's holder lost
     the task, its taker went away; the task is anyone's to take over (_lapsed)."""
@@ -627,23 +636,19 @@ def _taken_over_and_lapsed(record: Record, doc: dict, entry: Any) -> bool:
         and doc.get("owner") != record["owner"]
         and doc.get("lease") is not None
         and not _live(doc, time.time())
-        and _superseded(record, doc, entry)
+        and _superseded(record, doc, entry, config)
     )
 
 
-def _superseded(record: Record, doc: dict, entry: Any) -> bool:
+def _superseded(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     """Whether the claim ref's claim `doc`, of another owner than the one this board's
     record names, came after the record's claim: someone took the task over on another
     machine (whose board, saying so, may never come: that machine went away before it
     synced). The record's claim is then over, unless this clone made it and the remote
     was never seen to bear it (`claim --offline`, a ref that lagged): that one came after
-    what the ref says, and holds. A damaged runtime entry leaves it unknown: the clocks
-    decide, as in _ended."""
-    if entry.damaged:
-        return _number(doc.get("at")) and bool(doc["at"] >= _updated(record))
-    claim = entry.claim
-    made_here = isinstance(claim, dict) and claim.get("owner") == record["owner"]
-    return not made_here or bool(claim.get("ref"))
+    what the ref says, and holds; or the takeover was this clone's own and never reached
+    its intent. The same rule as a release's (_over)."""
+    return _over(record, doc, entry, config)
 
 
 def _take_over(
@@ -1285,7 +1290,7 @@ def _disagreement(
     # a claim shown here that ended elsewhere is no disagreement: the ref decides, and a sync brings the board
     # (or, when the claim that ended it lapsed in turn, the next claimer takes it over: _lapsed)
     entry = claims.Runtime(claims.state_of(board.store)).entry(record) if held else None
-    if held and not _ended(record, doc, entry, config) and not _taken_over_and_lapsed(record, doc, entry):
+    if held and not _ended(record, doc, entry, config) and not _taken_over_and_lapsed(record, doc, entry, config):
         message = f"#{record['id']} is held by {record['owner']} here but {where} does not say so"
         return push_fix(message, record["owner"], True)  # a claim of another that holds was named above
     return None
