@@ -769,6 +769,16 @@ def _claim_refs_of(fleet, task_id: int) -> list[tuple[str, str]]:
     return [(doc["state"], doc["owner"]) for doc in fleet.claim_refs().values() if doc["task"] == task_id]
 
 
+def _held_by_cat_with_a_branch_worktree(fleet) -> tuple[Machine, Machine, Machine]:
+    """Clones a and b; cat claims #4 in a's main worktree and syncs; then a branch worktree
+    of a (tasks.worktrees branch) starts from there: its file says cat holds #4."""
+    a, b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    return a, b, a.worktree("feat")
+
+
 def test_a_release_made_in_one_worktree_is_not_undone_by_the_check_of_another(fleet):
     """A clone's worktrees and branches share its id and its runtime state. cat claims #4 in
     the main worktree and syncs; a branch worktree (tasks.worktrees branch, DESIGN §8) starts
@@ -777,11 +787,7 @@ def test_a_release_made_in_one_worktree_is_not_undone_by_the_check_of_another(fl
     check is sound and its --fix pushes nothing back, and a waiter in the branch worktree
     takes it. (51e2dd9 took every release from this
     clone for a killed one, and check --fix put cat's claim back for good.)"""
-    a, _b = fleet.planned("a", "b")
-    a.git("config", "tasks.worktrees", "branch")
-    a.tasks("claim", "4", owner="cat")
-    a.tasks("sync")
-    branch = a.worktree("feat")
+    a, _b, branch = _held_by_cat_with_a_branch_worktree(fleet)
     assert (branch.records()[4]["status"], branch.records()[4]["owner"]) == ("in_progress", "cat")
     a.tasks("release", "4", owner="cat")
     assert _claim_refs_of(fleet, 4) == [("released", "")]
@@ -834,11 +840,7 @@ def test_a_release_made_in_another_worktree_than_the_claim_ends_it_there_too(fle
 
 
 def test_a_waiter_in_the_claiming_worktree_takes_a_task_given_back_in_another(fleet):
-    a, _b = fleet.planned("a", "b")
-    a.git("config", "tasks.worktrees", "branch")
-    a.tasks("claim", "4", owner="cat")
-    a.tasks("sync")
-    branch = a.worktree("feat")
+    a, _b, branch = _held_by_cat_with_a_branch_worktree(fleet)
     branch.tasks("release", "4", owner="cat")
     code, out, err = waiter(a, "dan", "4", "--wait", "20")
     assert code == 0 and json.loads(out)["id"] == 4, err
@@ -859,11 +861,7 @@ def test_a_release_or_completion_killed_after_its_intent_ends_the_claim_in_every
     another clone is refused for a completed one. (The runtime state followed only after
     the files, so the kill left cat's claim in it, and check --fix there pushed `claimed
     cat` back, over a completion too.)"""
-    a, b = fleet.planned("a", "b")
-    a.git("config", "tasks.worktrees", "branch")
-    a.tasks("claim", "4", owner="cat")
-    a.tasks("sync")
-    branch = a.worktree("feat")
+    a, b, branch = _held_by_cat_with_a_branch_worktree(fleet)
     killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": str(point)}).tasks(
         command, "4", owner="cat", expect=None
     )
@@ -886,11 +884,7 @@ def test_a_release_killed_after_its_intent_before_its_file_ends_the_claim_once_r
     """Killed (-9) once its intent is in place, before the journal or any file: the next
     command in that worktree completes it, runtime state included (the intent says which
     tasks moved and from what), and then no other worktree undoes it."""
-    a, b = fleet.planned("a", "b")
-    a.git("config", "tasks.worktrees", "branch")
-    a.tasks("claim", "4", owner="cat")
-    a.tasks("sync")
-    branch = a.worktree("feat")
+    a, b, branch = _held_by_cat_with_a_branch_worktree(fleet)
     killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": "1"}).tasks("release", "4", owner="cat", expect=None)
     assert killed.returncode == -9, killed.stderr
     assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("in_progress", "cat")
@@ -908,11 +902,7 @@ def test_a_release_killed_before_its_intent_is_put_back_by_another_worktree(flee
     check --fix puts the ref back (as 9386cb2 kept). The kill comes once the intent is in
     place (the first file a change puts anywhere), and the intent is then named as the
     temporary file it was just before its rename: what a kill an instant earlier leaves."""
-    a, b = fleet.planned("a", "b")
-    a.git("config", "tasks.worktrees", "branch")
-    a.tasks("claim", "4", owner="cat")
-    a.tasks("sync")
-    branch = a.worktree("feat")
+    a, b, branch = _held_by_cat_with_a_branch_worktree(fleet)
     killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": "1"}).tasks("release", "4", owner="cat", expect=None)
     assert killed.returncode == -9, killed.stderr
     scratch = a.top / ".tasks" / ".scratch"

@@ -122,6 +122,21 @@ def terminal_subjects(board: Path) -> dict[int, str]:
     return {int(line[1:].split()[0]): line[start:end].strip() for line in lines[2:] if line.startswith("#")}
 
 
+def act_on_page(client: TestClient, site: Site, task_id: int, action: str, shown: str = "", **form: str) -> dict:
+    """An action sent from the task's page as it is now (its version), as JSON; the page
+    must show `shown`."""
+    page = client.get(f"/task/{task_id}").text
+    assert shown in page
+    answer = post(
+        client,
+        site,
+        f"/task/{task_id}/{action}",
+        {"version": version_on(page, task_id), **form},
+        headers={"accept": "application/json"},
+    )
+    return answer.json()
+
+
 def web_cards(page: str) -> dict[int, tuple[str, str]]:
     """Each card of the board page: (its subject then its plan words, the plan's classes)."""
     found = {}
@@ -506,15 +521,7 @@ def test_every_action_of_the_page(web, board):
     client, site = web
 
     def act(task_id: int, action: str, **form: str) -> dict:
-        page = client.get(f"/task/{task_id}").text
-        answer = post(
-            client,
-            site,
-            f"/task/{task_id}/{action}",
-            {"version": version_on(page, task_id), **form},
-            headers={"accept": "application/json"},
-        )
-        return answer.json()
+        return act_on_page(client, site, task_id, action, **form)
 
     assert act(4, "edit", subject="Docs", description="new words", priority="3", labels="docs")["ok"]
     assert record(board, 4)["subject"] == "Docs" and record(board, 4)["metadata"] == {"priority": 3, "labels": ["docs"]}
@@ -555,16 +562,7 @@ def test_an_archived_tasks_page_acts_on_it(web, board):
     assert (board / "archive" / "task_2.json").exists()
 
     def act(task_id: int, action: str, **form: str) -> dict:
-        page = client.get(f"/task/{task_id}").text
-        assert "archived" in page
-        answer = post(
-            client,
-            site,
-            f"/task/{task_id}/{action}",
-            {"version": version_on(page, task_id), **form},
-            headers={"accept": "application/json"},
-        )
-        return answer.json()
+        return act_on_page(client, site, task_id, action, "archived", **form)
 
     noted = act(1, "note", text="kept for the record")
     assert noted["ok"], noted
