@@ -16,6 +16,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,7 @@ AGENT = r"""
 set -u
 tasks() { "$PYTHON" -m taskboard --dir "$BOARD" "$@"; }
 while true; do
-  task=$(tasks claim --wait --lease 15m --json 2>>"$LOG.err") || { echo "end $?" >> "$LOG"; break; }
+  task=$(tasks claim --wait --lease "$LEASE" --json 2>>"$LOG.err") || { echo "end $?" >> "$LOG"; break; }
   id=$(printf '%s' "$task" | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["id"])')
   echo "claimed $id" >> "$LOG"
   if work "$id"; then
@@ -40,7 +41,7 @@ done
 """
 
 
-def start_agent(board: Path, name: str, logs: Path, work: str = "true") -> subprocess.Popen:
+def start_agent(board: Path, name: str, logs: Path, work: str = "true", lease: str = "15m") -> subprocess.Popen:
     """One agent process running the loop as `name`; `work` is the body of `work()`."""
     script = f"work() {{ {work}; }}\n{AGENT}"
     env = {
@@ -49,6 +50,7 @@ def start_agent(board: Path, name: str, logs: Path, work: str = "true") -> subpr
         "BOARD": str(board),
         "LOG": str(logs / name),
         "TASKS_OWNER": name,
+        "LEASE": lease,
     }
     env.pop("TASKS_LEASE", None)
     return subprocess.Popen(["bash", "-c", script], env=env, start_new_session=True)
@@ -185,6 +187,73 @@ def test_a_lease_running_out_wakes_a_waiting_agent(board_dir):
     # nothing is claimable now; the lease will run out while agent-d waits
     took = tasks(board_dir, "--as", "agent-d", "claim", "--wait", "--json")
     assert json.loads(took.stdout)["owner"] == "agent-d"
+
+
+# -- an agent killed and restarted under its own name ------------------------------------------------
+
+
+def test_a_restarted_agent_resumes_its_own_task_once_its_lease_runs_out(board_dir):
+    """The same name after a restart: its own task whose lease ran out comes back to it, in
+    ready order, as anyone's would; it is not "held by you" (which ended its loop, exit 3,
+    while another agent could take the task over)."""
+    write_board(board_dir, [record(1, blocks=[2]), record(2, blocked_by=[1])])
+    tasks(board_dir, "--as", "agent-a", "claim", "--lease", "1s")
+    # the lease still runs: a waiting claim waits for it (no exit 3) and takes the task back
+    took = tasks(board_dir, "--as", "agent-a", "claim", "--wait", "30", "--lease", "1s", "--json")
+    assert json.loads(took.stdout)["id"] == 1 and json.loads(took.stdout)["owner"] == "agent-a"
+    assert "resumed #1: your lease on it ran out at" in took.stderr, took.stderr
+    # the lease ran out before the claim (polled, not slept): a plain claim resumes it at once
+    while "lease expired" not in tasks(board_dir, "get", "1").stdout:
+        pass
+    again = tasks(board_dir, "--as", "agent-a", "claim", "--lease", "30s", "--json")
+    assert json.loads(again.stdout)["id"] == 1, again.stderr
+    assert "resumed #1" in again.stderr
+    refused = tasks(board_dir, "--as", "agent-b", "claim", expect=3)  # it is agent-a's again, leased anew
+    assert "#1 held by agent-a" in refused.stderr, refused.stderr
+    assert json.loads((board_dir / "task_1.json").read_text())["owner"] == "agent-a"
+    events = json.loads(tasks(board_dir, "log", "1", "--json").stdout)
+    claims = [e for e in events if e["event"] == "claimed"]
+    assert [(e["actor"], e.get("resumed"), e.get("lease")) for e in claims] == [
+        ("agent-a", None, 1),
+        ("agent-a", True, 1),
+        ("agent-a", True, 30),
+    ], claims
+    assert all(e.get("expired") for e in claims[1:])
+    assert not [e for e in events if e["event"] == "takeover"], "nobody took it over from anyone"
+    # a claim without a lease never runs out: its holder's waiting claim does not wait on itself
+    tasks(board_dir, "--as", "agent-a", "done", "1")
+    tasks(board_dir, "--as", "agent-a", "claim", "2")
+    ended = tasks(board_dir, "--as", "agent-a", "claim", "--wait", "30", expect=3)
+    assert "nothing is left that could come to agent-a: #2 held by you" in ended.stderr, ended.stderr
+    assert_sound(board_dir)
+
+
+def test_an_agent_killed_holding_a_leased_task_and_restarted_finishes_the_plan(board_dir, tmp_path):
+    """The README's loop with a lease, killed (SIGKILL) while it works on #1, which the
+    rest of the plan waits on, then started again under the same name: it waits out its
+    lease, resumes #1 and finishes the plan (its loop used to end at once, exit 3,
+    "#1 held by you", leaving the plan unfinished)."""
+    write_board(board_dir, [record(1, blocks=[2, 3]), record(2, blocked_by=[1]), record(3, blocked_by=[1])])
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    hangs = f'[ "$1" != 1 ] || [ -e "{tmp_path}/once" ] || {{ touch "{tmp_path}/once"; exec sleep 600; }}'
+    first = start_agent(board_dir, "agent-a", logs, work=hangs, lease="2s")
+    try:
+        while not (tmp_path / "once").exists():  # it claimed #1 and works on it
+            assert first.poll() is None, log_of(logs, "agent-a")
+            time.sleep(0.02)  # a poll of the marker, not a wait for something to happen
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    assert log_of(logs, "agent-a") == ["claimed 1"]
+    assert json.loads((board_dir / "task_1.json").read_text())["owner"] == "agent-a"
+    finish([start_agent(board_dir, "agent-a", logs, work=hangs, lease="2s")], timeout=120)
+    log, said = log_of(logs, "agent-a"), (logs / "agent-a.err").read_text()
+    assert log == ["claimed 1", "claimed 1", "claimed 2", "claimed 3", "end 3"], (log, said)
+    records = assert_sound(board_dir)
+    assert {r["status"] for r in records.values()} == {"completed"}
+    events = json.loads(tasks(board_dir, "log", "1", "--json").stdout)
+    assert [e.get("resumed") for e in events if e["event"] == "claimed"] == [None, True]
 
 
 # -- failure without a hot loop ---------------------------------------------------------------------

@@ -180,6 +180,15 @@ def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: f
     if not is_uid(edited.get("uid")):  # a hand-written record: the state needs its identity now
         edited["uid"] = new_uid()
         entry = Entry(edited["uid"])
+    lapsed = mine and runtime.stale(record, entry)
+    if lapsed:  # the owner's own claim ended with its lease: this claim is a new one (a restarted agent)
+        expired = iso(entry.expires() or runtime.now)
+        outcome.events.append(
+            Event(ref, "claimed", owner=owner, **({"lease": lease} if lease else {}), resumed=True, expired=expired)
+        )
+        outcome.notes.append(
+            Note("resumed", f"resumed #{ref}: your lease on it ran out at {expired}; it is yours again", task=ref)
+        )
     if not mine:
         previous = _previous_holder(runtime, record, entry, owner)
         edited["status"], edited["owner"] = "in_progress", owner
@@ -195,7 +204,7 @@ def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: f
                     holder=previous["holder"],
                 )
             )
-    held = runtime.claim_here(record, entry) if mine else None
+    held = runtime.claim_here(record, entry) if mine and not lapsed else None
     if held is not None:  # claiming again what you hold renews it (and sets a lease if asked)
         entry.claim = {**held, "renewed": runtime.now, "lease": lease or held.get("lease")}
     else:
@@ -387,14 +396,19 @@ class _Cached:
 
 def offered(change: Change, runtime: Runtime, record: Record, owner: str) -> bool:
     """Whether `claim` without an id may hand this task to owner: pending and claimable,
-    or in progress under a lease that ran out (not the owner's own). Most tasks have no
-    runtime state: for them the record alone decides, as it did before leases."""
+    or in progress under a lease that ran out (the owner's own too: an agent restarted
+    under its name resumes its task, DESIGN §7). Most tasks have no runtime state: for
+    them the record alone decides, as it did before leases."""
     status = record["status"]
     if not runtime.has(record):
         return status == "pending" and record["owner"] in ("", owner) and graph.is_ready(record, change.lookup)
     if status == "in_progress":
-        if record["owner"] == owner or not runtime.stale(record, runtime.entry(record)):
+        entry = runtime.entry(record)
+        if not runtime.stale(record, entry):
             return False
+        if record["owner"] == owner:  # refusal_of calls it yours: what it asks of a takeover, asked here
+            blocked = graph.open_blockers(record, change.lookup)
+            return not entry.stuck and not blocked and refusal_of(change, runtime, record, owner) is None
     elif status != "pending":
         return False
     return refusal_of(change, runtime, record, owner) is None
@@ -766,10 +780,11 @@ def _attempt(board: Desk[Store], task_id: int | None, owner: str, lease: float |
 def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
     """(whether some open task — task_id, when given — could still come to `owner`, the
     next moment a lease runs out, and when none can, every reason why in words). A task
-    can come unless it is stuck, reserved for someone else, held by the owner itself,
+    can come unless it is stuck, reserved for someone else, held by the owner itself
+    without a lease (one with a lease comes back to it when the lease runs out),
     completed in another worktree, or waits on a task that cannot finish without the
-    owner or a person (stuck, held by the owner, completed only elsewhere, unreadable, or
-    on a cycle)."""
+    owner or a person (stuck, held by the owner without a lease, completed only
+    elsewhere, unreadable, or on a cycle)."""
     from ..disk.index import snapshot
 
     store = board.store
@@ -783,6 +798,15 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
     records = {record["id"]: record for record in open_records}
     finishing: dict[int, bool] = {}
 
+    def yours(record: Record, entry: Entry) -> bool:
+        """Whether the task is the owner's own in progress, with no lease here that will run
+        out: a lease's end makes it claimable again, by its holder too (a restarted agent
+        waits at most its lease and resumes it); a claim without one never ends by itself."""
+        if record["status"] != "in_progress" or record["owner"] != owner:
+            return False
+        claim = runtime.claim_here(record, entry)
+        return claim is None or not claim.get("lease")
+
     def can_finish(blocker_id: int, path: frozenset) -> bool:
         blocker = lookup(blocker_id)
         if blocker is None or blocker["status"] not in OPEN:
@@ -795,7 +819,7 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
             finishing[blocker_id] = (
                 not entry.stuck
                 and not (other is not None and other[0] == "completed")
-                and not (blocker["status"] == "in_progress" and blocker["owner"] == owner)
+                and not yours(blocker, entry)
                 and all(can_finish(b, path | {blocker_id}) for b in graph.open_blockers(blocker, lookup))
             )
         return finishing[blocker_id]
@@ -813,7 +837,7 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
             return "elsewhere"
         if status == "pending" and record["owner"] not in ("", owner):
             return "reserved"  # for someone else
-        if status == "in_progress" and record["owner"] == owner:
+        if yours(record, entry):
             return "yours"  # an agent never waits on itself
         path = frozenset({record["id"]})
         return None if all(can_finish(b, path) for b in graph.open_blockers(record, lookup)) else "waiting"
