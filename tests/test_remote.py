@@ -934,3 +934,33 @@ def test_a_recovered_completion_is_marked_as_of_when_it_was_made(fleet):
     assert "claim" not in entry
     assert entry["done"]["by"] == "cat"
     assert entry["done"]["at"] == calendar.timegm(time.strptime(record["updatedAt"], "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def test_an_agent_restarted_under_its_name_resumes_its_task_once_the_ref_lease_runs_out(fleet):
+    """A claim ref naming the same owner, whose lease ran out: on the clone where it was
+    made (its runtime lease ran out too) and on another clone (a restarted agent on a new
+    machine, whose board only knows the ref), that owner's claim without ID resumes it,
+    a waiting claim waits for it (no exit 3, "held by you"), and the ref is its own anew."""
+    a, b = fleet.planned("a", "b")
+    for task in ("1", "2", "3"):
+        a.tasks("update", task, "--status", "completed")
+    a.tasks("claim", "4", "--lease", "1s", owner="amy")
+    took = a.tasks("claim", "--wait", "30", "--lease", "15m", "--json", owner="amy")
+    assert json.loads(took.stdout)["id"] == 4, took.stderr
+    assert "resumed #4" in took.stderr, took.stderr
+    (doc,) = [doc for doc in fleet.claim_refs().values() if doc["task"] == 4]
+    assert (doc["owner"], doc["lease"]) == ("amy", 900)
+    a.tasks("sync")
+    b.tasks("sync")
+    assert (b.records()[4]["status"], b.records()[4]["owner"]) == ("in_progress", "amy")
+    b.tasks("claim", owner="amy", expect=3)  # amy's lease holds: her waiting claim waits for it to run out
+    waited = b.tasks("claim", "--wait", "1", owner="amy", expect=3)
+    assert "waited 1 s; no task became claimable for amy" in waited.stderr, waited.stderr
+    lapse(a, 4)  # amy's machine went away and her lease ran out: she starts again on b
+    b.tasks("sync")
+    again = b.tasks("claim", "--wait", "30", "--lease", "15m", "--json", owner="amy")
+    assert json.loads(again.stdout)["id"] == 4, again.stderr
+    (doc,) = [doc for doc in fleet.claim_refs().values() if doc["task"] == 4]
+    assert (doc["owner"], doc["state"], doc["lease"]) == ("amy", "claimed", 900)
+    assert doc["at"] > time.time() - 60
+    b.tasks("claim", owner="bob", expect=3)

@@ -141,6 +141,11 @@ def parse(data: bytes, uid: str) -> dict:
     return doc
 
 
+def _leased(doc: dict) -> bool:
+    """Whether the claim document has a lease (a number of seconds)."""
+    return _number(doc.get("lease"))
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -474,6 +479,19 @@ def remote_facts(store: Store, records: list[Record]) -> dict[int, dict]:
     return found
 
 
+def leased(store: Store, records: list[Record]) -> dict[int, float]:
+    """By id: when the lease of each in-progress task's claim ref, a claim that holds,
+    runs out, as far as this clone has seen (ClaimRefs.leased). No git run."""
+    config = config_of(store)
+    mirror = read_mirror(config) if config is not None else {}
+    now, found = time.time(), {}
+    for record in records:
+        doc = mirror.get(record.get("uid", ""))
+        if record["status"] == "in_progress" and isinstance(doc, dict) and _leased(doc) and _live(doc, now):
+            found[record["id"]] = doc["at"] + doc["lease"]
+    return found
+
+
 def holder_elsewhere(board: Desk[Store]) -> Callable[[Record], dict | None]:
     """For `ready --explain` (ops.explain): who holds or completed a task on another
     machine, as far as this clone has seen (None: nobody, or no claims through a remote)."""
@@ -568,7 +586,9 @@ def _write_claim(
     new, previous = won
     here = board.local()  # the ref says so already: no guard moves it again
     try:
-        if lapsed is not None:
+        if lapsed is not None and record["owner"] == owner:  # its own claim, lapsed on the remote: resumed
+            outcome = claims.claim(here, record["id"], owner, lease, lapsed=_lease_end(lapsed))
+        elif lapsed is not None:
             outcome = _take_over(here, record, owner, lease, lapsed, config)
         else:
             outcome = claims.claim(here, record["id"], owner, lease)
@@ -613,8 +633,10 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
     this file shows (_ended: the holder gave it back there; this clone has not synced
     since)."""
     doc = (read_mirror(config) if mirror is None else mirror).get(record.get("uid", ""))
-    if record["status"] != "in_progress" or record["owner"] in ("", owner) or not isinstance(doc, dict):
+    if record["status"] != "in_progress" or record["owner"] == "" or not isinstance(doc, dict):
         return None
+    if record["owner"] == owner:  # the owner's own claim, its lease run out: it resumes it (a restarted agent)
+        return doc if _own_lapsed(doc, owner) else None
     if (
         doc.get("state") == "claimed"
         and doc.get("lease") is not None
@@ -625,6 +647,18 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
     if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record), config):
         return doc
     return None
+
+
+def _own_lapsed(doc: dict, owner: str) -> bool:
+    """Whether the claim ref names `owner`'s claim, whose lease ran out."""
+    return doc.get("state") == "claimed" and doc.get("owner") == owner and _lease_end(doc) is not None
+
+
+def _lease_end(doc: dict) -> float | None:
+    """When the claim's lease ran out (None: no lease, or it still runs)."""
+    if doc.get("state") != "claimed" or not _leased(doc) or _live(doc, time.time()):
+        return None
+    return doc["at"] + doc["lease"] if _number(doc.get("at")) else 0.0
 
 
 def _taken_over_and_lapsed(record: Record, doc: dict, entry: Any, config: Config) -> bool:
@@ -1342,6 +1376,9 @@ class ClaimRefs(Authority):
 
     def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
         return remote_facts(store, records)
+
+    def leased(self, store: Store, records: list[Record]) -> dict[int, float]:
+        return leased(store, records)
 
     def guard(self, board: RefDesk, change: Change, moved: list[Record]) -> tuple[list[Note], Any]:
         return guard(board, change, moved)

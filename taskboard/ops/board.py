@@ -652,7 +652,7 @@ class Board:
                 raise
             from . import claims
 
-            why = claims.why_none_ready(self, owner)
+            why = claims.why_none_ready(self, owner, self._leased)
             raise NotFound(f"{exc.message}: {why}", "none-ready", owner=owner) from None
 
     def claim_as_is(self, task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
@@ -681,7 +681,11 @@ class Board:
         from . import claims
 
         meanwhile = self.authority.poll(self.store, self, catch_up)
-        return claims.claim_wait(self, task_id, owner, lease, seconds, meanwhile, stop)
+        return claims.claim_wait(self, task_id, owner, lease, seconds, meanwhile, stop, self._leased)
+
+    def _leased(self, records: list[Record]) -> dict[int, float]:
+        """When the leases of these tasks' claims kept where this board does not see run out."""
+        return self.authority.leased(self.store, records)
 
     def renew(self, task_id: int, lease: float | None = None) -> Outcome:
         """The caller renews its lease on task_id; no task file changes (taskboard.claims)."""

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from ..disk.watch import Stop
     from .change import Change, Desk
 
+    Leased = Callable[[list[Record]], dict[int, float]]
+
 WAKE_AFTER_EXPIRY = 0.05  # a waiter wakes this long after a lease runs out (well inside the contract's 1 s)
 
 
@@ -136,9 +138,13 @@ def _where(mark: dict) -> str:
 # -- claiming --------------------------------------------------------------------------------------
 
 
-def claim(board: Desk[Store], task_id: int | None, owner: str, lease: float | None = None) -> Outcome:
+def claim(
+    board: Desk[Store], task_id: int | None, owner: str, lease: float | None = None, lapsed: float | None = None
+) -> Outcome:
     """Take task_id (or the first claimable task in ready order) for owner, optionally with a
-    lease of `lease` seconds; taking over a task whose lease ran out is journaled."""
+    lease of `lease` seconds; taking over a task whose lease ran out is journaled, and so is
+    resuming one's own (`lapsed`: when the owner's claim ran out where this board does not
+    keep it, a claim ref on the remote)."""
     check_claimer(owner)
     store = board.store
     if not os.path.isdir(store.path):
@@ -157,7 +163,7 @@ def claim(board: Desk[Store], task_id: int | None, owner: str, lease: float | No
             if refusal is not None:
                 raise refusal
         ref = record["id"]
-        entry = _take(change, runtime, record, owner, lease, outcome)
+        entry = _take(change, runtime, record, owner, lease, outcome, lapsed)
         entry.task = ref
         state.write(entry)  # before the task file: what other worktrees go by
         outcome.written = change.commit(outcome.events)
@@ -169,9 +175,18 @@ def claim(board: Desk[Store], task_id: int | None, owner: str, lease: float | No
     return outcome
 
 
-def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: float | None, outcome: Outcome) -> Entry:
+def _take(
+    change: Change,
+    runtime: Runtime,
+    record: Record,
+    owner: str,
+    lease: float | None,
+    outcome: Outcome,
+    ended: float | None = None,
+) -> Entry:
     """Make `owner` the holder of `record` in the change (with the events of a claim and
-    of a takeover) and in its runtime entry (not yet written); the entry."""
+    of a takeover or a resumption) and in its runtime entry (not yet written); the entry.
+    `ended`: when the owner's own claim ran out where this board does not keep it."""
     ref, state = record["id"], runtime.state
     entry = runtime.entry(record)
     mine = record["status"] == "in_progress" and record["owner"] == owner
@@ -180,9 +195,10 @@ def _take(change: Change, runtime: Runtime, record: Record, owner: str, lease: f
     if not is_uid(edited.get("uid")):  # a hand-written record: the state needs its identity now
         edited["uid"] = new_uid()
         entry = Entry(edited["uid"])
-    lapsed = mine and runtime.stale(record, entry)
+    stale = mine and runtime.stale(record, entry)
+    lapsed = stale or (mine and ended is not None)
     if lapsed:  # the owner's own claim ended with its lease: this claim is a new one (a restarted agent)
-        expired = iso(entry.expires() or runtime.now)
+        expired = iso((entry.expires() if stale else ended) or runtime.now)
         outcome.events.append(
             Event(ref, "claimed", owner=owner, **({"lease": lease} if lease else {}), resumed=True, expired=expired)
         )
@@ -700,6 +716,7 @@ def claim_wait(
     seconds: float | None = None,
     poll: tuple[float, Any] | None = None,
     stop: Stop | None = None,
+    leased: Leased | None = None,
 ) -> Outcome:
     """Claim as `claim` does; when nothing is claimable yet but something open could still
     come to `owner`, wait (holding no lock) until it can be claimed, the `seconds` run
@@ -707,7 +724,8 @@ def claim_wait(
     runtime state, and when a lease runs out; with `poll` (seconds, what to do), also
     every so often: claims through a remote fetch the claim refs (a task given back or
     completed on another machine changes no file here). A `stop` set from another thread
-    ends the wait at once, claiming nothing more (NotFound, reason `stopped`)."""
+    ends the wait at once, claiming nothing more (NotFound, reason `stopped`). `leased`:
+    the leases of claims kept where this board does not see (prospects)."""
     from ..disk.watch import watcher_for
 
     check_claimer(owner)
@@ -727,7 +745,7 @@ def claim_wait(
             claimed, refused = _attempt(board, task_id, owner, lease)
             if claimed is not None:
                 return claimed
-            hope, expiry, reasons = prospects(board, owner, task_id)
+            hope, expiry, reasons = prospects(board, owner, task_id, leased)
             if not hope and poll is not None and not last_polled:  # fetch once more first: and push
                 poll[1]()  # what this board holds that others wait for (claims through a remote)
                 polled, last_polled = time.monotonic(), True
@@ -777,14 +795,19 @@ def _attempt(board: Desk[Store], task_id: int | None, owner: str, lease: float |
         return None, exc
 
 
-def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool, float | None, str]:
+def prospects(
+    board: Desk[Store], owner: str, task_id: int | None, leased: Leased | None = None
+) -> tuple[bool, float | None, str]:
     """(whether some open task — task_id, when given — could still come to `owner`, the
     next moment a lease runs out, and when none can, every reason why in words). A task
     can come unless it is stuck, reserved for someone else, held by the owner itself
     without a lease (one with a lease comes back to it when the lease runs out),
     completed in another worktree, or waits on a task that cannot finish without the
     owner or a person (stuck, held by the owner without a lease, completed only
-    elsewhere, unreadable, or on a cycle)."""
+    elsewhere, unreadable, or on a cycle). `leased` (the board's claim authority:
+    coordination.Authority.leased) says when the lease of the owner's own claims kept
+    where this board does not see runs out (a claim ref on the remote, made on another
+    clone): such a claim counts as leased too."""
     from ..disk.index import snapshot
 
     store = board.store
@@ -797,6 +820,8 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
     runtime = Runtime(state)
     records = {record["id"]: record for record in open_records}
     finishing: dict[int, bool] = {}
+    own = [r for r in open_records if r["status"] == "in_progress" and r["owner"] == owner]
+    remote = leased(own) if leased is not None and own else {}
 
     def yours(record: Record, entry: Entry) -> bool:
         """Whether the task is the owner's own in progress, with no lease here that will run
@@ -805,7 +830,7 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
         if record["status"] != "in_progress" or record["owner"] != owner:
             return False
         claim = runtime.claim_here(record, entry)
-        return claim is None or not claim.get("lease")
+        return (claim is None or not claim.get("lease")) and record["id"] not in remote
 
     def can_finish(blocker_id: int, path: frozenset) -> bool:
         blocker = lookup(blocker_id)
@@ -851,6 +876,7 @@ def prospects(board: Desk[Store], owner: str, task_id: int | None) -> tuple[bool
     ]
     # a task kept out until its `after` time comes then: the waiter wakes for it as for a lease
     expiries += [epoch for r in chosen if r["status"] == "pending" and (epoch := _after_epoch(r)) is not None]
+    expiries += [ends for task, ends in remote.items() if ends > runtime.now and task in {r["id"] for r in chosen}]
     reasons = "" if hope else _reasons(chosen, why_not, len(board.store.task_ids()) if task_id is None else None)
     return hope, min(expiries, default=None), reasons
 
@@ -864,11 +890,11 @@ _REASONS = (
 )
 
 
-def why_none_ready(board: Desk[Store], owner: str) -> str:
+def why_none_ready(board: Desk[Store], owner: str, leased: Leased | None = None) -> str:
     """Why a claim without an ID found nothing, in words: what claim --wait's exit 3 says
     when nothing could come any more, else what holds the open tasks back now (held by
     others, blocked, kept out until later, held where this worktree does not see)."""
-    hope, _expiry, reasons = prospects(board, owner, None)
+    hope, _expiry, reasons = prospects(board, owner, None, leased)
     if not hope:
         return reasons
     from ..disk.index import snapshot

@@ -51,6 +51,12 @@ class Authority:
         does not see (`{"kind": "claimed" or "completed", "owner", "remote"}`)."""
         return {}
 
+    def leased(self, store: Store, records: list[Record]) -> dict[int, float]:
+        """By id: when the lease of each of these in-progress tasks' claim, kept where this
+        clone does not see (a claim ref on the remote), runs out; a claim without a lease,
+        or whose lease ran out, is left out."""
+        return {}
+
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
         """Before a change that moves status or owner is written: (notes, an undo if
         anything moved). Raising refuses the change: nothing is written."""
@@ -99,6 +105,9 @@ class Deferred(Authority):
 
     def elsewhere(self, store: Store, records: list[Record]) -> dict[int, dict]:
         return self._for(store).elsewhere(store, records)
+
+    def leased(self, store: Store, records: list[Record]) -> dict[int, float]:
+        return self._for(store).leased(store, records)
 
     def guard(self, board: Board, change: Change, moved: list[Record]) -> tuple[list[Note], Undo | None]:
         return self._for(board.store).guard(board, change, moved)
