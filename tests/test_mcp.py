@@ -196,6 +196,30 @@ def test_the_board_is_found_per_call(tmp_path):
     assert assert_sound(other)[1]["subject"] == "named in the call"
 
 
+def test_a_server_started_again_under_the_same_name_resumes_its_task_once_the_lease_runs_out(board_dir, run):
+    """task_claim goes through the command line's claim: an agent's server that ended while
+    it held a leased task, started again as the same caller, waits out the lease and gets
+    the task back (it used to end the wait at once: "#1 held by you")."""
+
+    async def scenario():
+        async with stdio(board_dir, "--as", "agent-a") as client:
+            await client.call_tool("task_create", {"subject": "A"})
+            await client.call_tool("task_create", {"subject": "B", "addBlockedBy": [1]})
+            first = await client.call_tool("task_claim", {"lease": "1s"})
+        async with stdio(board_dir, "--as", "agent-a") as client:
+            again = await client.call_tool("task_claim", {"wait": 30, "lease": "15m"})
+        return first, again
+
+    first, again = run_async(scenario)
+    assert texts(first)[0]["id"] == 1
+    assert not again.is_error, texts(again)
+    assert (texts(again)[0]["id"], texts(again)[0]["owner"]) == (1, "agent-a")
+    events = json.loads(run("log", "1", "--json").stdout)
+    resumed = [e for e in events if e["event"] == "claimed" and e.get("resumed")]
+    assert [(e["actor"], e["lease"]) for e in resumed] == [("agent-a", 900)], events
+    assert_sound(board_dir)
+
+
 def test_a_board_that_is_not_there_is_named_not_read_as_a_finished_plan(tmp_path):
     """Found with the MCP inspector: on a board folder that does not exist, task_claim said
     "no ready task" (to an agent: the plan is finished) and a listing was silently empty."""
