@@ -14,6 +14,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -337,6 +339,36 @@ def test_an_expired_lease_in_another_worktree_is_taken_over(clone, tmp_path):
     refused = run_here("--as", "ann", "update", "1", "--status", "completed", expect=4)
     assert "taken over by bob" in refused.stderr
     assert "taken over by bob" in run_here("--as", "ann", "renew", "1", expect=4).stderr
+
+
+@contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """The file made immutable (chattr +i), so that a rename over it fails with EPERM,
+    as it does for any user: the first move of a change refused by the file system."""
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_release_refused_when_its_file_will_not_move_changes_no_runtime_state(clone, tmp_path, failed):
+    git("config", "tasks.worktrees", "branch", cwd=clone)  # the other worktree has its own board
+    git("worktree", "add", "-q", "-b", "feat", str(tmp_path / "other"), cwd=clone)
+    here, there = clone / ".tasks", tmp_path / "other" / ".tasks"
+    run_here, run_there = _runner(here), _runner(there)
+    run_here("--as", "ann", "claim", "1", "--lease", "1h")
+    before = entry_of(here, 1)
+    args = ["--as", "ann", "release", "1"] + (["--failed", "--note", "flaky"] if failed else [])
+    with immutable(here / "task_1.json"):
+        refused = run_here(*args, expect=None)
+    assert refused.exit_code != 0 and "nothing was changed" in refused.stderr
+    assert run_here.record(1)["status"] == "in_progress" and run_here.record(1)["owner"] == "ann"
+    assert entry_of(here, 1) == before  # the claim, its lease, and no failure counted
+    assert "held by ann in another worktree" in run_there("--as", "bob", "claim", "1", expect=4).stderr
+    run_here(*args)  # the release goes through once the file may move
+    assert run_there.json("--as", "bob", "claim", "1")["owner"] == "bob"
 
 
 def _runner(board: Path):

@@ -1052,8 +1052,10 @@ class Store:
         (_place_reserved).
 
         `then` (what follows the files: the runtime state) runs once the intent is in
-        place and nothing refused the change, just before the first file it replaces
-        moves: from there on the change happens, by this command or by the replay.
+        place and the first file it replaces has moved: from there on the change happens,
+        by this command or by the replay (a kill before `then` ran is followed by the
+        replay of the intent's `runtime`); a refusal of that first move undoes the change,
+        runtime state included, since nothing was followed yet.
         `runtime`, kept in the intent, is what the replay hands back to bring the
         runtime state up to date (taskboard.disk.state.replay) when a kill came first.
 
@@ -1179,20 +1181,22 @@ class Store:
         names each as it is done, so a failure tells whether anything changed. New files
         go first, each only where no file of its name exists (Taken before anything moved),
         and none moves when a file it replaces changed since it was read (Changed). `then`
-        runs after the new files and before the first file replaced or removed."""
+        runs right after the first file replaced moves (or after the new files and the
+        removals, when nothing is replaced): a refusal of that first rename (a file the
+        system will not let go) leaves the runtime state as it was, with the change undone."""
         self._unchanged([name for name, _ in staged] + remove, new)
         if any(name.startswith(ARCHIVE_FOLDER + "/") for name, _ in staged):
             self._make_archive()
         for name, temp in sorted(staged, key=lambda item: item[0] not in new):
-            if then is not None and name not in new:
-                then()
-                then = None
             self._moving(name)
             if name in new:
                 self._place_new(name, temp)
             else:
                 os.replace(temp, f"{self.path}/{name}")  # replaces a symlink itself, never its target
             moved.append(name)
+            if then is not None and name not in new:
+                then()  # the change happens from here on: a later failure leaves it to the replay
+                then = None
             self._crash_point()
         for name in remove:
             if board_file_id(name) is not None:  # a task file of this board, never anything else

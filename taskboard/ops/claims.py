@@ -519,7 +519,8 @@ def before_commit(store: Store, change: Change, task_id: int, outcome: Outcome, 
 def keep(store: Store, change: Change, moved: list[Record], write: Callable[..., None]) -> None:
     """A board's commit hook (Change.keep): the files written under the runtime state's
     lock, and the state brought up to date with them once the change's intent is in
-    place, before any file moves (Store.write's `then`): a change killed after its intent
+    place and its first replaced file moved (Store.write's `then`: a refusal of that move
+    undoes the change and leaves the state as it was): a change killed after its intent
     is completed by the next command, so the state must already say so, or say so when
     the recovery replays the intent's `runtime` (what moved, and from what:
     taskboard.disk.state.replay). Another worktree then never takes a release or
