@@ -847,6 +847,29 @@ def test_a_waiter_in_the_claiming_worktree_takes_a_task_given_back_in_another(fl
     assert _claim_refs_of(fleet, 4) == [("claimed", "dan")]
 
 
+def test_a_killed_release_replayed_late_leaves_the_claim_its_owner_made_since_in_another_worktree(fleet):
+    """A branch worktree starts from origin/main (#4 pending there); cat claims #4 in the
+    main worktree, and its release there is killed (-9) once its file moved and the state
+    followed it. cat then claims #4 again in the branch worktree, with a lease. The main
+    worktree's next command replays the release's intent: it ends the claim the release
+    ended, not the one made since (the replay forgot any claim of cat's: dan took #4 in
+    the main worktree while cat held it in the branch, and the lease was gone)."""
+    a, _b = fleet.planned("a", "b")
+    a.git("config", "tasks.worktrees", "branch")
+    branch = a.worktree("feat")
+    a.tasks("claim", "4", owner="cat")
+    killed = Machine(a.top, {**a.env, "TASKS_TEST_CRASH_AFTER": "3"}).tasks("release", "4", owner="cat", expect=None)
+    assert killed.returncode == -9, killed.stderr
+    branch.tasks("claim", "4", "--lease", "1h", owner="cat")
+    assert _claim_refs_of(fleet, 4) == [("claimed", "cat")]
+    a.tasks("list")  # completes the release there
+    assert a.records()[4]["status"] == "pending"
+    assert "held by cat in another worktree" in a.tasks("claim", "4", owner="dan", expect=4).stderr
+    branch.tasks("check", "--fix")
+    assert _claim_refs_of(fleet, 4) == [("claimed", "cat")]
+    assert "held by cat, lease" in branch.tasks("get", "4").stdout  # the lease made in the branch stands
+
+
 @pytest.mark.parametrize("point", [2, 3])
 @pytest.mark.parametrize(("command", "ended"), [("release", "released"), ("done", "done")])
 def test_a_release_or_completion_killed_after_its_intent_ends_the_claim_in_every_worktree(fleet, command, ended, point):

@@ -371,6 +371,29 @@ def test_a_release_refused_when_its_file_will_not_move_changes_no_runtime_state(
     assert run_there.json("--as", "bob", "claim", "1")["owner"] == "bob"
 
 
+def test_a_killed_release_replayed_late_leaves_the_claim_its_owner_made_since_in_another_worktree(clone, tmp_path):
+    """ann's release in one worktree is killed once its file moved (and the state followed
+    it); ann claims the task again in a branch worktree, with a lease; the first
+    worktree's next command replays the release: it ends only the claim the release
+    ended (it forgot ann's new claim and its lease: bob then took the task there)."""
+    git("config", "tasks.worktrees", "branch", cwd=clone)
+    git("worktree", "add", "-q", "-b", "feat", str(tmp_path / "other"), cwd=clone)
+    here, there = clone / ".tasks", tmp_path / "other" / ".tasks"
+    run_here, run_there = _runner(here), _runner(there)
+    run_here("--as", "ann", "claim", "1")
+    env = {**os.environ, "TASKS_TEST_CRASH_AFTER": "3"}
+    killed = subprocess.run(
+        [sys.executable, "-m", "taskboard", "--dir", str(here), "--as", "ann", "release", "1"], env=env
+    )
+    assert killed.returncode == -9
+    run_there("--as", "ann", "claim", "1", "--lease", "1h")
+    claim = entry_of(there, 1)["claim"]
+    run_here("list")  # the recovery completes the release
+    assert run_here.record(1)["status"] == "pending"
+    assert entry_of(here, 1)["claim"] == claim
+    assert "held by ann in another worktree" in run_here("--as", "bob", "claim", "1", expect=4).stderr
+
+
 def _runner(board: Path):
     from conftest import Run
 

@@ -287,16 +287,22 @@ def _followed(entry: Entry, record: Record, board: str) -> bool:
     return False
 
 
-def replay(store: Any, moves: list[tuple[Record, tuple[str, str]]]) -> None:
+UNRECORDED = "unrecorded"  # an intent item without `ends` (written before it was kept): any claim of the holder
+
+
+def replay(store: Any, moves: list[tuple[Record, tuple[str, str], Any]]) -> None:
     """A recovery's replay of what a killed change made the runtime state follow (its
-    intent's `runtime`: each task whose status or owner moved, and from what): the
-    runtime state is brought up to date with the files the recovery completed, as the
-    change would have, so that a release or completion killed after its intent ends the
-    claim as a finished one does. Under the state lock (after the board lock)."""
+    intent's `runtime`: each task whose status or owner moved, from what, and which claim
+    it ends: that claim's `at`, None for none, UNRECORDED): the runtime state is brought
+    up to date with the files the recovery completed, as the change would have, so that a
+    release or completion killed after its intent ends the claim as a finished one does.
+    A claim other than the one the change ended was made since (the same owner's claim
+    in another worktree, after the killed change had already followed): it stays.
+    Under the state lock (after the board lock)."""
     state = state_of(store)
     with state.locked():
         now = time.time()
-        for record, was in moves:
+        for record, was, ends in moves:
             uid = record.get("uid")
             if not isinstance(uid, str) or not is_uid(uid):
                 continue
@@ -306,7 +312,18 @@ def replay(store: Any, moves: list[tuple[Record, tuple[str, str]]]) -> None:
             if _followed(entry, record, state.board):
                 continue
             before = dumps(entry.document(), sort_keys=True)
+            live = entry.claim
+            since = (
+                ends is not UNRECORDED
+                and record.get("status") != "in_progress"
+                and live is not None
+                and (ends is None or live.get("at") != ends)
+            )
+            if since:
+                entry.claim = None  # not the change's to end: set aside while the entry follows
             follow(entry, record, was, state.board, state.shared, _written_at(record, now))
+            if since:
+                entry.claim = live
             entry.task = record.get("id") if type(record.get("id")) is int else entry.task
             if dumps(entry.document(), sort_keys=True) != before:
                 state.write(entry)

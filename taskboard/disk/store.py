@@ -1525,6 +1525,8 @@ def _replay_runtime(store: Store, runtime: Any, files: dict[str, bytes]) -> None
         task_id = board_file_id(name)
         if task_id is not None:
             by_id[task_id] = decode(data, name)
+    from .state import UNRECORDED
+
     moves = []
     for item in runtime:  # a planted intent names nothing it does not carry
         if not isinstance(item, dict) or type(item.get("task")) is not int:
@@ -1533,7 +1535,14 @@ def _replay_runtime(store: Store, runtime: Any, files: dict[str, bytes]) -> None
         if record is None or record.get("uid") != item.get("uid"):
             continue
         if isinstance(was, list) and len(was) == 2 and all(isinstance(part, str) for part in was):
-            moves.append((record, (was[0], was[1])))
+            ends = item.get("ends", UNRECORDED)
+            if (
+                ends is not None
+                and ends is not UNRECORDED
+                and (type(ends) not in (int, float) or not -1e12 < ends < 1e12)
+            ):
+                continue  # a planted `ends` names no claim: nothing of this task is replayed
+            moves.append((record, (was[0], was[1]), ends))
     if moves:
         from .state import replay
 

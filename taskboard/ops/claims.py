@@ -529,12 +529,22 @@ def keep(store: Store, change: Change, moved: list[Record], write: Callable[...,
     with state.locked():
         kept = state.kept_closed(change.rewrites())
         _mark_ending(state, change, moved)
-        moves = [
-            {"task": r["id"], "uid": r["uid"], "was": list(change.was.get(r["id"], (r["status"], r["owner"])))}
-            for r in moved
-            if is_uid(r.get("uid"))
-        ]
+        moves = [_move_of(state, change, r) for r in moved if is_uid(r.get("uid"))]
         write(then=lambda: record(store, change, moved, kept), runtime=moves or None)
+
+
+def _move_of(state: State, change: Change, current: Record) -> dict:
+    """What the intent keeps of a task the change moves (its `runtime`): id, uid, status and
+    owner before, and, for one moved away from its holder, which claim the change ends
+    (`ends`: the claim's `at`, None when the state holds no claim of that holder). A
+    replay forgets only that claim: one the same owner made since in another worktree
+    is a new claim the change never ended (taskboard.disk.state.replay). Under the state lock."""
+    was = change.was.get(current["id"], (current["status"], current["owner"]))
+    move = {"task": current["id"], "uid": current["uid"], "was": list(was)}
+    if was[0] == "in_progress":
+        claim = state.read(current["uid"]).claim
+        move["ends"] = claim["at"] if claim and claim["owner"] == was[1] else None
+    return move
 
 
 def _mark_ending(state: State, change: Change, moved: list[Record]) -> None:
