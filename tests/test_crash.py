@@ -595,3 +595,24 @@ def test_many_creates_killed_at_random_instants_lose_nothing_they_said_was_made(
         for task_id, made in said_ok.items():
             assert records[task_id] == made
     assert interrupted >= 3, f"only {interrupted} of {rounds} rounds killed a create mid-way"
+
+
+def test_a_change_of_one_file_that_moves_a_task_has_its_intent_before_the_state_follows(board_dir, run):
+    """The runtime state follows a change that moves a task (Store.write's `then`) once the
+    change's intent is in place, whose `runtime` the recovery replays: a change of one file
+    with nothing to journal took the fast path, which has no intent, so a kill between its
+    file and the follow would have left the state behind for good."""
+    run("--as", "ann", "claim", str(json.loads(run("create", "first", "--json").stdout)["id"]))
+    claimed = json.loads((board_dir / "task_1.json").read_text())
+    released = encode({**claimed, "status": "pending", "owner": ""})
+    intent = board_dir / ".scratch" / "intent.json"
+    seen: list[dict] = []
+    store = Store(str(board_dir))
+    with store.writing():
+        store.write(
+            {"task_1.json": released},
+            then=lambda: seen.append(json.loads(intent.read_text())),
+            runtime=[{"task": 1, "uid": claimed["uid"], "was": ["in_progress", "ann"]}],
+        )
+    assert [item["runtime"] for item in seen] == [[{"task": 1, "uid": claimed["uid"], "was": ["in_progress", "ann"]}]]
+    assert not intent.exists() and json.loads((board_dir / "task_1.json").read_text())["status"] == "pending"

@@ -1073,7 +1073,8 @@ class Store:
         self._raise_last(files)
         self._expect = expect or {}
         self._reserved = reserved or {}
-        if len(files) == 1 and not appends and not remove and not new:
+        if len(files) == 1 and not appends and not remove and not new and not runtime:
+            # a change the runtime state follows needs its intent (`runtime`, replayed after a kill)
             self._write_one(files)
             if then is not None:
                 then()
