@@ -616,3 +616,27 @@ def test_a_change_of_one_file_that_moves_a_task_has_its_intent_before_the_state_
         )
     assert [item["runtime"] for item in seen] == [[{"task": 1, "uid": claimed["uid"], "was": ["in_progress", "ann"]}]]
     assert not intent.exists() and json.loads((board_dir / "task_1.json").read_text())["status"] == "pending"
+
+
+def test_an_intent_ends_only_the_claim_it_names(board_dir, run):
+    """Another worktree asks a board's intent whether it ends a claim marked as being ended
+    from there (claimrefs._intended): only a move away from that claim's owner, and, where
+    the intent recorded which claim it ends, that very claim. (Any move away from any
+    holder counted: a release of bob's ended cat's claim, as did cat's earlier claim's.)"""
+    from taskboard.disk.store import intent_ends
+
+    run("create", "first")
+    uid = json.loads((board_dir / "task_1.json").read_text())["uid"]
+    claim = {"owner": "cat", "board": str(board_dir), "at": 100.0, "renewed": 100.0, "lease": None}
+
+    def ends(*items: dict) -> bool:
+        runtime = [{"task": 1, "uid": uid, **item} for item in items]
+        (board_dir / ".scratch" / "intent.json").write_text(json.dumps({"intent": 1, "files": {}, "runtime": runtime}))
+        return intent_ends(str(board_dir), uid, claim)
+
+    assert ends({"was": ["in_progress", "cat"], "ends": 100.0})
+    assert ends({"was": ["in_progress", "cat"]})  # an intent written before `ends` was kept
+    assert not ends({"was": ["in_progress", "bob"], "ends": 100.0})
+    assert not ends({"was": ["in_progress", "cat"], "ends": 99.0})
+    assert not ends({"was": ["in_progress", "cat"], "ends": None})
+    assert not ends({"was": ["pending", ""]})

@@ -1550,11 +1550,13 @@ def _replay_runtime(store: Store, runtime: Any, files: dict[str, bytes]) -> None
         replay(store, moves)
 
 
-def intent_ends(board: str, uid: str) -> bool:
+def intent_ends(board: str, uid: str, claim: dict) -> bool:
     """Whether the board at `board` holds the intent of a change, not replayed yet, that
-    moves the task `uid` away from the holder of its claim (a release or completion killed
-    once its intent was in place: the next command there completes it, runtime state
-    included). Read only, no lock: an intent is whole or absent."""
+    moves the task `uid` away from the holder of `claim` and ends that claim (a release or
+    completion killed once its intent was in place: the next command there completes it,
+    runtime state included): the intent names the claim's owner and, where it recorded
+    which claim it ends (`ends`), the claim's `at`. Read only, no lock: an intent is whole
+    or absent."""
     path = os.path.join(board, SCRATCH_NAME, INTENT_NAME)
     try:
         if _has_hole(path):
@@ -1567,7 +1569,8 @@ def intent_ends(board: str, uid: str) -> bool:
         isinstance(item, dict)
         and item.get("uid") == uid
         and isinstance(item.get("was"), list)
-        and item["was"][:1] == ["in_progress"]
+        and item["was"][:2] == ["in_progress", claim.get("owner")]
+        and item.get("ends", claim.get("at")) == claim.get("at")
         for item in moves
     )
 

@@ -322,7 +322,7 @@ def _intended(claim: dict, uid: str) -> bool:
     from ..disk.store import intent_ends
 
     board = claim.get("ending")
-    return isinstance(board, str) and intent_ends(board, uid)
+    return isinstance(board, str) and intent_ends(board, uid, claim)
 
 
 def _mark_won(store: Store, uid: str, owner: str, sha: str | None) -> None:
