@@ -987,3 +987,29 @@ def test_an_agent_restarted_under_its_name_resumes_its_task_once_the_ref_lease_r
     assert (doc["owner"], doc["state"], doc["lease"]) == ("amy", "claimed", 900)
     assert doc["at"] > time.time() - 60
     b.tasks("claim", owner="bob", expect=3)
+
+
+def test_a_release_whose_runtime_state_cannot_be_written_keeps_its_claim_ref_moved(fleet):
+    """The runtime state follows a change right after its first file moved; when that
+    fails (here the task's state entry is a folder, debris no command made), the change is
+    complete on its files all the same (the next command replays the intent, exit 6 says
+    so), so the claim ref it moved must stand: it was put back to cat's claim, the file
+    said pending, and nobody could claim the task (found by the review of 1ae1d2e)."""
+    a, b = fleet.planned("a", "b")
+    a.tasks("claim", "4", owner="cat")
+    a.tasks("sync")
+    (entry,) = [p for p in (a.top / ".git" / "tasks").rglob(f"{a.records()[4]['uid']}.json")]
+    entry.unlink()
+    entry.mkdir()
+    (entry / "debris").write_text("not a state entry\n")
+    released = a.tasks("release", "4", owner="cat", expect=6)
+    assert "the next command completes the change" in released.stderr
+    assert _claim_refs_of(fleet, 4) == [("released", "")]
+    (entry / "debris").unlink()
+    entry.rmdir()
+    a.tasks("list")
+    assert (a.records()[4]["status"], a.records()[4]["owner"]) == ("pending", "")
+    a.tasks("sync")
+    b.tasks("sync")
+    took = b.json("claim", "4", owner="dan")
+    assert (took["status"], took["owner"]) == ("in_progress", "dan")

@@ -17,6 +17,9 @@ class TaskError(Exception):
 
     code = "internal"
     exit_code = 1
+    # the change that failed so happens all the same: its first file moved, and the next
+    # command completes it from its intent; what moved with it (a claim ref) must stand
+    completes = False
 
     def __init__(self, message: str, reason: str = "", **data: Any):
         super().__init__(message)

@@ -1112,7 +1112,7 @@ class Store:
                     raise
                 raise unusable(self.root, exc, "; nothing was changed") from None
             assert isinstance(exc, OSError)  # Busy comes before any move
-            raise unusable(self.root, exc, "; the next command completes the change") from None
+            raise _completes(unusable(self.root, exc, "; the next command completes the change")) from None
         assert intent is not None
         made = any(size is None for size in sizes.values())  # a shard (and its folder) made by this change
         self._after_moves(list(files), list(appends or ()), remove or [], intent, fresh, made)
@@ -1137,7 +1137,7 @@ class Store:
             os.unlink(intent)
             _fsync_folder(self.scratch_dir)
         except OSError as exc:  # the intent is whole: the next command completes the change
-            raise unusable(self.root, exc, "; the next command completes the change") from None
+            raise _completes(unusable(self.root, exc, "; the next command completes the change")) from None
 
     def _write_one(self, files: dict[str, bytes]) -> None:
         """One file replaced, with nothing to journal: no intent needed."""
@@ -1483,6 +1483,13 @@ class Store:
             )
         _fsync_folder(self.scratch_dir)
         return notes
+
+
+def _completes(error: Corrupt) -> Corrupt:
+    """An error after a change's first file moved: the change happens all the same (the
+    next command completes it from its intent), so what moved with it stands (TaskError)."""
+    error.completes = True
+    return error
 
 
 def _unlink_if_same(path: str, fd: int) -> None:

@@ -1400,8 +1400,9 @@ class ClaimRefs(Authority):
                 _mark_moved(board)
                 return outcome
             raise Busy("the claim refs of this change kept moving; try again", "claim-ref-moving")
-        except BaseException:
-            give_back(board)
+        except BaseException as exc:
+            if not (isinstance(exc, TaskError) and exc.completes):  # else the change happens all the same
+                give_back(board)
             raise
         finally:
             board.moved_refs, board.ref_undo = None, []

@@ -9,7 +9,7 @@ change, a store and a caller and never the board itself.
 from __future__ import annotations
 
 from ..core import graph
-from ..core.errors import NotFound, Refused, UsageError
+from ..core.errors import NotFound, Refused, TaskError, UsageError
 from ..core.fields import OPEN, Record, loads, now, parent_of
 from ..core.model import archive_file_name, check_file_size, check_owner, encode, file_name, fill_defaults
 from ..core.outcome import Event
@@ -226,10 +226,10 @@ class Change:
                 self.keep(self, moved, write)  # the runtime state follows status, owner and rewrites
             else:
                 write()
-        except BaseException:
-            if undo is not None:
+        except BaseException as exc:
+            if undo is not None and not (isinstance(exc, TaskError) and exc.completes):
                 undo()  # the claim refs moved for this change go back as they were
-            raise
+            raise  # (unless the change happens all the same: its first file moved, the next command completes it)
         parents = {parent for record in written if (parent := parent_of(record)) is not None}
         if parents:  # `get` of a parent counts its children (Board.progress_of)
             from ..disk.cache import remember_parents
