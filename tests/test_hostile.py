@@ -882,6 +882,23 @@ def _as_nobody() -> list[str]:
     return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
+def _board_of_the_other_user(open_folder: Path, tasks_for_anyone: list[str]):
+    """A board folder `B` of the unprivileged user (_as_nobody), and `tasks --dir B ...` run
+    as that user from the copy anyone can read (tasks_for_anyone)."""
+    user = _as_nobody()
+    board = open_folder / "B"
+    board.mkdir()
+    if user:
+        os.chown(board, 65534, 65534)
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*user, *tasks_for_anyone, "--dir", str(board), *command], capture_output=True, timeout=60
+        )
+
+    return board, run
+
+
 @pytest.fixture
 def open_folder():
     """A folder an unprivileged user can reach (pytest's tmp_path is private to root)."""
@@ -942,17 +959,7 @@ def test_a_board_folder_without_write_access_changes_nothing_then_or_later(open_
     that and say nothing changed, and no later command may apply it (before: exit 6 "the
     next command completes the change", every read exit 6, and the failed change applied
     once the permission came back)."""
-    user = _as_nobody()
-    board = open_folder / "B"
-    board.mkdir()
-    if user:
-        os.chown(board, 65534, 65534)
-
-    def run(*command: str):
-        return subprocess.run(
-            [*user, *tasks_for_anyone, "--dir", str(board), *command], capture_output=True, timeout=60
-        )
-
+    board, run = _board_of_the_other_user(open_folder, tasks_for_anyone)
     assert run("create", "a").returncode == 0 and run("create", "b", "--blocked-by", "1").returncode == 0
     before = snapshot(board)
     board.chmod(0o500)
@@ -988,16 +995,7 @@ def test_a_reservation_another_user_cannot_open_is_held_until_one_who_can_finds_
     given to nobody else, live or dead; once its process is gone, the next command of a user
     who can look at it (its own, or root) removes it."""
     user = _as_nobody()
-    board = open_folder / "B"
-    board.mkdir()
-    if user:
-        os.chown(board, 65534, 65534)
-
-    def other(*command: str):
-        return subprocess.run(
-            [*user, *tasks_for_anyone, "--dir", str(board), *command], capture_output=True, timeout=60
-        )
-
+    board, other = _board_of_the_other_user(open_folder, tasks_for_anyone)
     assert other("create", "theirs").returncode == 0  # the board, its scratch folder: the other user's
     dead = board / ".scratch" / "task_2.json.new"
     killed = subprocess.run(
