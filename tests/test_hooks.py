@@ -117,6 +117,9 @@ def test_a_hook_gets_the_event_as_json_after_the_change_commits(repo, tmp_path):
     tasks(repo, "create", "Tests", "--blocked-by", "1")
     tasks(repo, "--as", "alice", "claim", "1")
     tasks(repo, "done", "1")
+    # hooks run in the background: #1's file is read by its hook before `reopen 1` below
+    # rewrites it (under a loaded machine the hook came after it, and read pending)
+    wait_for(lambda: any(e["event"] == "completed" for e in json_lines(seen)), tmp_path)
     tasks(repo, "--as", "bob", "claim", "2")
     tasks(repo, "--as", "bob", "release", "2", "--failed", "--note", "flaky")
     tasks(repo, "reopen", "1")
