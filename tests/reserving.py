@@ -7,11 +7,9 @@ it stops once (a create that reserves again goes on at once)."""
 from __future__ import annotations
 
 import os
-import select
-import subprocess
-import sys
 
 import pytest
+from paused import Paused
 
 _PAUSED_CREATE = """
 import os, sys
@@ -34,37 +32,19 @@ sys.exit(main(sys.argv[4:]))
 """
 
 
-class PausedCreate:
+class PausedCreate(Paused):
     """`tasks --dir BOARD create SUBJECT --json` under `umask`, stopped once it reserved."""
 
     def __init__(self, board: os.PathLike, subject: str, umask: int = 0o022):
-        at_read, at_write = os.pipe()
-        go_read, go_write = os.pipe()
-        command = [sys.executable, "-c", _PAUSED_CREATE, str(at_write), str(go_read), format(umask, "o")]
-        self.process = subprocess.Popen(
-            [*command, "--dir", os.fspath(board), "create", subject, "--json"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(at_write, go_read),
+        super().__init__(
+            _PAUSED_CREATE, [], [format(umask, "o"), "--dir", os.fspath(board), "create", subject, "--json"]
         )
-        os.close(at_write)
-        os.close(go_read)
-        self.at, self.go = at_read, go_write
 
     def reserved(self) -> int:
-        """The id it reserved, once it has; fails if it ended first (the pipe's end closes:
-        nothing to read), reserved nothing, or said nothing in a minute."""
-        ready, _, _ = select.select([self.at], [], [], 60)
-        said = os.read(self.at, 32) if ready else b""
-        os.close(self.at)
+        """The id it reserved, once it has; fails if it ended first, reserved nothing, or
+        said nothing in a minute."""
+        said = self.said()
         if not said.isdigit() or int(said) == 0:
             self.process.kill()
             pytest.fail(f"the create reserved no id (said {said!r}): {self.process.communicate()}")
         return int(said)
-
-    def go_on(self) -> subprocess.CompletedProcess:
-        """Let it go on; how it ended."""
-        os.write(self.go, b"go")
-        os.close(self.go)
-        out, err = self.process.communicate(timeout=60)
-        return subprocess.CompletedProcess(self.process.args, self.process.returncode, out, err)

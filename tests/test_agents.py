@@ -16,11 +16,11 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from invariants import assert_sound, record, write_board
+from watching import IN_CREATE, until
 from worker import run_together
 
 # The README's agent loop, in bash. `work ID` is the job (the test defines it); the
@@ -239,9 +239,13 @@ def test_an_agent_killed_holding_a_leased_task_and_restarted_finishes_the_plan(b
     hangs = f'[ "$1" != 1 ] || [ -e "{tmp_path}/once" ] || {{ touch "{tmp_path}/once"; exec sleep 600; }}'
     first = start_agent(board_dir, "agent-a", logs, work=hangs, lease="2s")
     try:
-        while not (tmp_path / "once").exists():  # it claimed #1 and works on it
+
+        def working() -> bool:
+            """agent-a claimed #1 and works on it (its marker made)"""
             assert first.poll() is None, log_of(logs, "agent-a")
-            time.sleep(0.02)  # a poll of the marker, not a wait for something to happen
+            return (tmp_path / "once").exists()
+
+        until(working, tmp_path, IN_CREATE, seconds=60)  # woken by the marker's creation, no poll
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=30)

@@ -11,7 +11,6 @@ import json
 import marshal
 import os
 import random
-import select
 import shutil
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from invariants import record, write_board
+from paused import Paused
 from worker import call
 
 from taskboard.disk import cache, index, store
@@ -599,42 +599,26 @@ sys.exit(main(sys.argv[4:]))
 """
 
 
-class _PausedReader:
-    """A `list --json` stopped at a point (_PAUSED_READER's `mode`), with the test's ends of
-    its two pipes: `at` to hear it arrive, `go` to let it on."""
+class _PausedReader(Paused):
+    """A `list --json` stopped at a point (_PAUSED_READER's `mode`)."""
 
     def __init__(self, board: Path, mode: str):
-        at_read, at_write = os.pipe()
-        go_read, go_write = os.pipe()
-        ends = [str(at_write), str(go_read)]
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _PAUSED_READER, mode, *ends, "--dir", str(board), "list", "--json"],
-            env={**os.environ, "RACY_NS": str(TEST_RACY_NS)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=(at_write, go_read),
-        )
-        os.close(at_write)
-        os.close(go_read)
-        self.at, self.go = at_read, go_write
+        env = {**os.environ, "RACY_NS": str(TEST_RACY_NS)}
+        super().__init__(_PAUSED_READER, [mode], ["--dir", str(board), "list", "--json"], env)
 
     def reached(self, point: str) -> None:
-        """Wait until the reader says it is at `point`; fail if it ended (the pipe's end
-        closes: nothing to read) or said nothing in a minute."""
-        ready, _, _ = select.select([self.at], [], [], 60)
-        said = os.read(self.at, 64) if ready else None
-        os.close(self.at)
+        """Wait until the reader says it is at `point`; fail if it ended first or said
+        nothing in a minute."""
+        said = self.said()
         if said != point.encode():
             self.process.kill()
             pytest.fail(f"the reader did not reach {point} (said {said!r}): {self.process.communicate()}")
 
-    def go_on(self) -> tuple[list[int], str]:
+    def answered(self) -> tuple[list[int], str]:
         """Let it go on; the ids it answered and what it wrote to stderr (it must succeed)."""
-        os.write(self.go, b"go")
-        os.close(self.go)
-        out, err = self.process.communicate(timeout=60)
-        assert self.process.returncode == 0, err
-        return [found["id"] for found in json.loads(out)], err.decode()
+        done = self.go_on()
+        assert done.returncode == 0, done.stderr
+        return [found["id"] for found in json.loads(done.stdout)], done.stderr.decode()
 
 
 def _listed_by_another_reader(board: Path) -> list[int]:
@@ -667,11 +651,11 @@ def test_a_file_copied_in_while_readers_list_the_folder_is_never_lost(board_dir)
     listing.reached("listdir")
     before_the_copy = cache.folder_key(os.stat(board_dir))
     (board_dir / "task_9.json").write_text(json.dumps(record(9, subject="copied in"), indent=2) + "\n")
-    listed, err = listing.go_on()
+    listed, err = listing.answered()
     assert listed == list(range(1, 10)), err
     settle()
     assert _listed_by_another_reader(board_dir) == list(range(1, 10))
-    assert slow.go_on()[0] == list(range(1, 9))  # it listed before the copy
+    assert slow.answered()[0] == list(range(1, 9))  # it listed before the copy
     left = cache.Cache(str(board_dir)).load_index()  # the race is real: an index said to be of a key the folder had
     assert left is not None and left["folder"] == before_the_copy and 9 not in left["ids"]
     for _ in range(3):
