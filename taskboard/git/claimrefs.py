@@ -299,7 +299,7 @@ def _ended(record: Record, doc: dict, entry: Any, config: Config) -> bool:
 def _over(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     """Whether the claim ref's document `doc`, which does not name the claim this board's
     record shows (a release, a completion, or another owner's claim), came after that
-    claim and so ended it (_ended, _superseded): unless this clone made the claim and the
+    claim and so ended it (_ended; _lapsed, for a takeover): unless this clone made the claim and the
     remote was never seen to bear it; or this clone moved the ref and its change never
     reached its intent (the runtime state still holds the claim, with no intent of this
     clone ending it: _intended). A damaged runtime entry leaves what this clone made
@@ -637,11 +637,8 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
         return None
     if record["owner"] == owner:  # the owner's own claim, its lease run out: it resumes it (a restarted agent)
         return doc if _own_lapsed(doc, owner) else None
-    if (
-        doc.get("state") == "claimed"
-        and doc.get("lease") is not None
-        and not _live(doc, time.time())
-        and (doc.get("owner") == record["owner"] or _superseded(record, doc, runtime.entry(record), config))
+    if _lease_end(doc) is not None and (
+        doc.get("owner") == record["owner"] or _over(record, doc, runtime.entry(record), config)
     ):
         return doc
     if doc.get("state") == "released" and _ended(record, doc, runtime.entry(record), config):
@@ -651,7 +648,7 @@ def _lapsed(record: Record, owner: str, config: Config, runtime: Any, mirror: di
 
 def _own_lapsed(doc: dict, owner: str) -> bool:
     """Whether the claim ref names `owner`'s claim, whose lease ran out."""
-    return doc.get("state") == "claimed" and doc.get("owner") == owner and _lease_end(doc) is not None
+    return doc.get("owner") == owner and _lease_end(doc) is not None
 
 
 def _lease_end(doc: dict) -> float | None:
@@ -663,26 +660,10 @@ def _lease_end(doc: dict) -> float | None:
 
 def _taken_over_and_lapsed(record: Record, doc: dict, entry: Any, config: Config) -> bool:
     """Whether the claim ref names another owner's claim that came after the one this
-    board's record shows (_superseded), and whose lease ran out: the record's holder lost
-    the task, its taker went away; the task is anyone's to take over (_lapsed)."""
-    return (
-        doc.get("state") == "claimed"
-        and doc.get("owner") != record["owner"]
-        and doc.get("lease") is not None
-        and not _live(doc, time.time())
-        and _superseded(record, doc, entry, config)
-    )
-
-
-def _superseded(record: Record, doc: dict, entry: Any, config: Config) -> bool:
-    """Whether the claim ref's claim `doc`, of another owner than the one this board's
-    record names, came after the record's claim: someone took the task over on another
-    machine (whose board, saying so, may never come: that machine went away before it
-    synced). The record's claim is then over, unless this clone made it and the remote
-    was never seen to bear it (`claim --offline`, a ref that lagged): that one came after
-    what the ref says, and holds; or the takeover was this clone's own and never reached
-    its intent. The same rule as a release's (_over)."""
-    return _over(record, doc, entry, config)
+    board's record shows (_over: someone took the task over on another machine, whose
+    board may never come), and whose lease ran out: the task is anyone's to take over
+    (_lapsed)."""
+    return doc.get("owner") != record["owner"] and _lease_end(doc) is not None and _over(record, doc, entry, config)
 
 
 def _take_over(
